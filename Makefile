@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# burstmeter: clang -> bpftool gen object -> bpftool gen skeleton -> one binary.
+# Every artefact goes to $(O) (default build/); V=1 shows the commands.
+
+O ?= build
+ARCH ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+VMLINUX_H ?= vmlinux/$(ARCH)/vmlinux.h
+CLANG ?= clang
+BPFTOOL ?= bpftool
+CC ?= gcc
+PKG_CONFIG ?= pkg-config
+prefix ?= /usr/local
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-5s %s\n' "$(1)" "$(2)";
+endif
+
+PKGS := libbpf jansson
+CFLAGS ?= -O2 -g
+BM_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE \
+	-Iinclude -Iuser -I$(O)/gen $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+LDLIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lelf -lz
+ifeq ($(SAN),1)
+BM_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS += -fsanitize=address,undefined
+endif
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Wextra \
+	-Wno-unused-parameter -Werror -I$(dir $(VMLINUX_H)) -Iinclude -Ibpf
+
+BPF_NAMES := meter
+SKELS := $(patsubst %,$(O)/gen/%.skel.h,$(BPF_NAMES))
+LIB_SRCS := $(wildcard user/*.c)
+LIB_OBJS := $(patsubst user/%.c,$(O)/user/%.o,$(LIB_SRCS))
+LIB := $(O)/libburstmeter.a
+BIN := $(O)/burstmeter
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/tests/unit/%,$(UNIT_SRCS))
+INTEG_SRCS := $(wildcard tests/integration/test_*.c)
+INTEG_BINS := $(patsubst tests/integration/%.c,$(O)/tests/integration/%,$(INTEG_SRCS))
+WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
+WORKLOADS := $(patsubst tests/workloads/%.c,$(O)/workloads/%,$(WORKLOAD_SRCS))
+
+.DELETE_ON_ERROR:
+.SECONDARY:
+.PHONY: all deps run check check-san check-integ test test-vm bench vmlinux install clean
+
+all: $(BIN) $(WORKLOADS)
+
+# --- BPF: compile, strip DWARF and link (gen object), embed (gen skeleton)
+$(O)/bpf/%.tmp.o: bpf/%.bpf.c $(VMLINUX_H) | $(O)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -MT $@ -MF $(@:.o=.d) -c $< -o $@
+
+$(O)/bpf/%.bpf.o: $(O)/bpf/%.tmp.o
+	$(call msg,GENOBJ,$@)
+	$(Q)$(BPFTOOL) gen object $@ $<
+
+$(O)/gen/%.skel.h: $(O)/bpf/%.bpf.o | $(O)/gen
+	$(call msg,GENSKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name bm_$*_bpf > $@
+
+# --- userspace: the skeletons are order-only for the first build; -MMD takes over after
+$(O)/user/%.o: user/%.c | $(SKELS) $(O)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(BM_CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(O)/tools/%.o: tools/%.c | $(SKELS) $(O)/tools
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(BM_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BIN): $(O)/tools/burstmeter.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(O)/workloads/%: tests/workloads/%.c | $(O)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -MMD -MP -o $@ $< -lpthread
+
+$(O)/tests/unit/%: tests/unit/%.c $(LIB) | $(O)/tests/unit
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(BM_CFLAGS) $(LDFLAGS) -MMD -MP -o $@ $< $(LIB) $(LDLIBS) -lcmocka
+
+$(O)/tests/integration/%: tests/integration/%.c $(LIB) | $(O)/tests/integration
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(BM_CFLAGS) $(LDFLAGS) -MMD -MP -o $@ $< $(LIB) $(LDLIBS) -lcmocka
+
+$(O)/bpf $(O)/gen $(O)/user $(O)/tools $(O)/workloads $(O)/tests/unit $(O)/tests/integration:
+	$(Q)mkdir -p $@
+
+# --- the two commands of the README
+deps:
+	$(Q)tools/deps.sh
+
+run: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tools/as-root.sh $(BIN) run --id demo --intent "bursty demo workload" --hist \
+		--outcome - -- $(O)/workloads/bm-demo
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(INTEG_BINS)
+	$(Q)$(MAKE) --no-print-directory O=$(O)/san SAN=1 $(O)/san/tests/unit/.built
+	$(Q)tests/run.sh $(O)
+
+$(O)/san/tests/unit/.built: $(UNIT_BINS)
+	$(Q)touch $@
+
+check: $(UNIT_BINS)
+	$(Q)tests/run.sh $(O) unit
+
+check-integ: all $(INTEG_BINS)
+	$(Q)tools/as-root.sh tests/run.sh $(O) integration
+
+test-vm: all
+	$(Q)tests/vm/run-suite.sh $(O)
+
+bench: deps all
+	$(Q)tools/as-root.sh bench/run.sh $(O)
+
+vmlinux:
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux.h
+
+install: $(BIN)
+	install -D -m 0755 $(BIN) $(DESTDIR)$(prefix)/sbin/burstmeter
+
+clean:
+	rm -rf $(O)
+
+-include $(wildcard $(O)/bpf/*.d $(O)/user/*.d $(O)/tools/*.d $(O)/workloads/*.d \
+	$(O)/tests/unit/*.d $(O)/tests/integration/*.d)

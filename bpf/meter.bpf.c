@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The burst meter: per-cgroup, per-window CPU, run-queue wait, resident
+ * memory, tasks and bytes sent, for the cgroups registered as effects.
+ * Every other cgroup costs one failed storage lookup per event.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "bm_abi.h"
+#include "lib/window.bpf.h"
+#include "lib/core_compat.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define AF_INET 2
+#define AF_INET6 10
+#define E2BIG 7
+
+/* Load-time knobs, written by the loader between open and load. */
+const volatile __u8 cfg_cgrp_storage = 1;	/* meters in cgroup storage (6.2+), else bm_cghash */
+const volatile __u64 cfg_tick_fn;		/* address of the scheduler tick's hrtimer function */
+const volatile __u32 cfg_page_shift = 12;
+
+/* The meters: cgroup local storage where the kernel has it, a hash by cgroup id where not. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGRP_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct bm_meter);
+} bm_cgst SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct bm_meter);
+} bm_cghash SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct bm_task_state);
+} bm_task SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u64);		/* struct mm_struct * */
+	__type(value, struct bm_mm_state);
+} bm_mm SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} bm_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BM_STAT__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} bm_stats SEC(".maps");
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&bm_stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline struct cgroup *cgroup_of(struct task_struct *t)
+{
+	return t->cgroups->dfl_cgrp;
+}
+
+static __always_inline struct bm_meter *meter_of(struct task_struct *t)
+{
+	__u64 id;
+
+	if (cfg_cgrp_storage)
+		return bpf_cgrp_storage_get(&bm_cgst, cgroup_of(t), 0, 0);
+	id = cgroup_of(t)->kn->id;
+	return bpf_map_lookup_elem(&bm_cghash, &id);
+}
+
+static __always_inline void emit(struct task_struct *t, __u32 type, const struct bm_cross *c)
+{
+	struct bm_event *e;
+
+	e = bpf_ringbuf_reserve(&bm_events, sizeof(*e), 0);
+	if (!e) {
+		stat_inc(BM_STAT_RB_DROPS);
+		return;
+	}
+	e->cgid = cgroup_of(t)->kn->id;
+	e->time_ns = bpf_ktime_get_ns();
+	e->win = c->win;
+	e->value = c->value;
+	e->thresh = c->thresh;
+	e->type = type;
+	e->dim = c->dim;
+	bpf_ringbuf_submit(e, 0);
+}
+
+/*
+ * Charge t's CPU time and run-queue wait since the last charge. The kernel
+ * keeps both per task (se.sum_exec_runtime, sched_info.run_delay), so all we
+ * store is what was charged already: no per-CPU timestamps, no wakeup hook.
+ * The wait is charged to the window in which the current slice began.
+ */
+static __always_inline void charge(struct task_struct *t, __u64 now)
+{
+	struct bm_cross cpu_c = {}, rq_c = {};
+	struct bm_task_state *ts;
+	__u64 sum, rd, cpu, wait, slice, lost = 0;
+	struct bm_meter *m;
+
+	m = meter_of(t);
+	if (!m)
+		return;
+	ts = bpf_task_storage_get(&bm_task, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts) {
+		stat_inc(BM_STAT_TASK_FULL);
+		return;
+	}
+	sum = t->se.sum_exec_runtime;
+	rd = t->sched_info.run_delay;
+	cpu = sum - ts->charged_ns;
+	wait = rd - ts->run_delay_ns;
+	ts->charged_ns = sum;
+	ts->run_delay_ns = rd;
+	if ((!cpu && !wait) || cpu > now)
+		return;
+	slice = sum - t->se.prev_sum_exec_runtime;
+	if (slice > now)
+		slice = now;
+
+	bpf_spin_lock(&m->lock);
+	m->cpu_ns += cpu;
+	m->runq_ns += wait;
+	lost = bm_add_interval(m, BM_DIM_CPU, now - cpu, now, &cpu_c);
+	if (wait)
+		lost += bm_flow_add(m, BM_DIM_RUNQ, (now - slice) / m->window_ns, wait, &rq_c);
+	m->late_ns += lost;
+	bpf_spin_unlock(&m->lock);
+
+	if (lost)
+		stat_inc(BM_STAT_LATE);
+	if (cpu_c.found)
+		emit(t, BM_EV_CROSS, &cpu_c);
+	if (rq_c.found)
+		emit(t, BM_EV_CROSS, &rq_c);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(bm_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	charge(prev, bpf_ktime_get_ns());
+	return 0;
+}
+
+/* The scheduler tick charges running tasks, so a task that never switches still shows. */
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(bm_tick, struct hrtimer *timer)
+{
+	if ((__u64)timer->function != cfg_tick_fn)
+		return 0;
+	charge(bpf_get_current_task_btf(), bpf_ktime_get_ns());
+	return 0;
+}
+
+static __always_inline void tasks_add(struct task_struct *t, struct bm_meter *m, __s64 delta,
+				      __u64 forked)
+{
+	struct bm_cross c = {};
+	__u64 now = bpf_ktime_get_ns();
+
+	bpf_spin_lock(&m->lock);
+	if (delta > 0) {
+		m->entered++;
+		m->forks += forked;
+	}
+	bm_level_add(m, BM_DIM_PIDS, now / m->window_ns, delta, &c);
+	bpf_spin_unlock(&m->lock);
+	if (c.found)
+		emit(t, BM_EV_CROSS, &c);
+}
+
+/* Fires for threads too; CLONE_INTO_CGROUP children are already in their cgroup here. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(bm_fork, struct task_struct *parent, struct task_struct *child)
+{
+	struct bm_meter *m = meter_of(child);
+
+	if (m)
+		tasks_add(child, m, 1, cgroup_of(parent) == cgroup_of(child));
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(bm_exit, struct task_struct *p)
+{
+	struct bm_meter *m = meter_of(p);
+
+	if (m)
+		tasks_add(p, m, -1, 0);
+	return 0;
+}
+
+/*
+ * A task is freed an RCU grace period after its last context switch, so
+ * once every task that entered is freed, every slice has been charged:
+ * that is when userspace may read the final meter.
+ */
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(bm_free, struct task_struct *p)
+{
+	struct bm_meter *m = meter_of(p);
+	struct bm_cross c = {};
+	int drained = 0;
+
+	if (!m)
+		return 0;
+	bpf_spin_lock(&m->lock);
+	m->freed++;
+	if (m->freed >= m->entered && m->tasks <= 0 && !(m->flags & BM_F_DRAINED)) {
+		m->flags |= BM_F_DRAINED;
+		drained = 1;
+	}
+	c.win = m->last_win;
+	bpf_spin_unlock(&m->lock);
+	if (drained)
+		emit(p, BM_EV_DRAINED, &c);
+	return 0;
+}
+
+/*
+ * Fires on every change of an mm's counters (each page fault on 6.2+), so
+ * the unmetered path is one lookup. An mm is tracked from its first event in
+ * its own context; later events, the teardown in exit or exec included, may
+ * come from wherever, and the absolute counters make a missed one harmless.
+ */
+SEC("tp_btf/rss_stat")
+int BPF_PROG(bm_rss, struct mm_struct *mm, int member)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct bm_mm_state *st, fresh = {};
+	struct bm_cross c = {};
+	__u64 key = (__u64)mm, old, bytes, x;
+	struct bm_meter *m;
+	__s64 pages;
+
+	if (member == MM_SWAPENTS)
+		return 0;
+	m = meter_of(cur);
+	if (!m)
+		return 0;
+	st = bpf_map_lookup_elem(&bm_mm, &key);
+	if (!st) {
+		if (mm != cur->mm)
+			return 0;
+		fresh.cgid = cgroup_of(cur)->kn->id;
+		if (bpf_map_update_elem(&bm_mm, &key, &fresh, BPF_NOEXIST) == -E2BIG)
+			stat_inc(BM_STAT_MM_FULL);
+		st = bpf_map_lookup_elem(&bm_mm, &key);
+		if (!st)
+			return 0;
+	}
+	pages = bm_mm_resident_pages(mm);
+	bytes = pages > 0 ? (__u64)pages << cfg_page_shift : 0;
+	old = __sync_lock_test_and_set(&st->bytes, bytes);
+	if (!bytes)
+		bpf_map_delete_elem(&bm_mm, &key);
+	if (bytes == old)
+		return 0;
+
+	x = bpf_ktime_get_ns() / m->window_ns;
+	bpf_spin_lock(&m->lock);
+	bm_level_add(m, BM_DIM_MEM, x, (__s64)(bytes - old), &c);
+	bpf_spin_unlock(&m->lock);
+	if (c.found)
+		emit(cur, BM_EV_CROSS, &c);
+	return 0;
+}
+
+static __always_inline void reclaim_begin(void)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct bm_task_state *ts;
+
+	if (!meter_of(cur))
+		return;
+	ts = bpf_task_storage_get(&bm_task, cur, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (ts)
+		ts->reclaim_ns = bpf_ktime_get_ns();
+}
+
+static __always_inline void reclaim_end(void)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct bm_task_state *ts;
+	struct bm_meter *m;
+
+	m = meter_of(cur);
+	if (!m)
+		return;
+	ts = bpf_task_storage_get(&bm_task, cur, 0, 0);
+	if (!ts || !ts->reclaim_ns)
+		return;
+	__sync_fetch_and_add(&m->stall_ns, bpf_ktime_get_ns() - ts->reclaim_ns);
+	ts->reclaim_ns = 0;
+}
+
+SEC("tp_btf/mm_vmscan_direct_reclaim_begin")
+int BPF_PROG(bm_dreclaim_beg)
+{
+	reclaim_begin();
+	return 0;
+}
+
+SEC("tp_btf/mm_vmscan_direct_reclaim_end")
+int BPF_PROG(bm_dreclaim_end)
+{
+	reclaim_end();
+	return 0;
+}
+
+SEC("tp_btf/mm_vmscan_memcg_reclaim_begin")
+int BPF_PROG(bm_mreclaim_beg)
+{
+	reclaim_begin();
+	return 0;
+}
+
+SEC("tp_btf/mm_vmscan_memcg_reclaim_end")
+int BPF_PROG(bm_mreclaim_end)
+{
+	reclaim_end();
+	return 0;
+}
+
+/* Bytes the current task sent on an inet socket; unix and netlink sockets are not network. */
+static __always_inline void net_charge(struct sock *sk, int bytes)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct bm_cross c = {};
+	struct bm_meter *m;
+	__u64 lost, x;
+	__u16 family;
+
+	if (bytes <= 0 || !sk)
+		return;
+	family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (family != AF_INET && family != AF_INET6)
+		return;
+	m = meter_of(cur);
+	if (!m)
+		return;
+	x = bpf_ktime_get_ns() / m->window_ns;
+	bpf_spin_lock(&m->lock);
+	m->net_bytes += bytes;
+	lost = bm_flow_add(m, BM_DIM_NET, x, bytes, &c);
+	bpf_spin_unlock(&m->lock);
+	if (lost)
+		stat_inc(BM_STAT_LATE);
+	if (c.found)
+		emit(cur, BM_EV_CROSS, &c);
+}
+
+/* 6.3+: every sendmsg of every family passes this tracepoint with its result. */
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(bm_net_send, struct sock *sk, int ret, int flags)
+{
+	net_charge(sk, ret);
+	return 0;
+}
+
+/* Older kernels: the inet sendmsg entry points, where fexit is available. */
+SEC("fexit/inet_sendmsg")
+int BPF_PROG(bm_net_inet, struct socket *sock, struct msghdr *msg, size_t size, int ret)
+{
+	net_charge(BPF_CORE_READ(sock, sk), ret);
+	return 0;
+}
+
+SEC("fexit/inet6_sendmsg")
+int BPF_PROG(bm_net_inet6, struct socket *sock, struct msghdr *msg, size_t size, int ret)
+{
+	net_charge(BPF_CORE_READ(sock, sk), ret);
+	return 0;
+}

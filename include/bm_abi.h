@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The one header shared by the BPF programs (bpf/) and userspace (user/):
+ * map value layouts, ring-buffer records, enums and limits. Nothing with
+ * logic, nothing that needs libc or libbpf.
+ */
+#ifndef BM_ABI_H
+#define BM_ABI_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#include <linux/bpf.h>		/* struct bpf_spin_lock */
+#endif
+
+#define BM_ABI_VERSION 1
+
+/*
+ * Flow windows (CPU, network, run-queue wait) live in a ring of BM_RING
+ * slots, each tagged with its window; a slot is closed into the histogram
+ * when a newer window needs it. A contribution that arrives late (a CPU
+ * slice charged at the next tick) still finds its window: 16 x 10 ms covers
+ * a 250 Hz tick many times over.
+ */
+#define BM_RING 16
+/* A CPU interval is split over at most this many windows; older parts are late. */
+#define BM_SPLIT 8
+/* log2 buckets: [0] holds 0, [k] holds [2^(k-1), 2^k); values saturate at 2^62. */
+#define BM_HIST_BUCKETS 64
+#define BM_WINDOW_NS_DEFAULT 10000000ULL
+#define BM_WINDOW_NS_MIN 1000000ULL
+#define BM_WINDOW_NS_MAX 1000000000ULL
+
+/* Dimensions metered per window, and the unit each window value has. */
+enum bm_dim {
+	BM_DIM_CPU,	/* ns on CPU within the window, all tasks of the cgroup */
+	BM_DIM_MEM,	/* bytes: largest resident set (sum over its mms) within the window */
+	BM_DIM_PIDS,	/* tasks: largest live task count within the window */
+	BM_DIM_NET,	/* bytes sent on inet sockets within the window */
+	BM_DIM_RUNQ,	/* ns its tasks waited on a run queue, charged to the window they got the CPU */
+	BM_DIM__MAX,
+};
+
+/* Per-CPU counters in bm_stats: every drop on the hot path is counted, never silent. */
+enum bm_stat {
+	BM_STAT_RB_DROPS,	/* ring-buffer reserve failed: a record was lost */
+	BM_STAT_MM_FULL,	/* bm_mm full: an mm's resident set was not tracked */
+	BM_STAT_TASK_FULL,	/* task storage could not be created: CPU not charged */
+	BM_STAT_LATE,		/* a contribution older than the ring: in the totals, not in a window */
+	BM_STAT__MAX,
+};
+
+/* Bits of bm_meter.flags. */
+#define BM_F_DRAINED (1U << 0)	/* every task that entered has been freed */
+
+/*
+ * One cgroup's meter: the value of bm_cgst (cgroup storage) or bm_cghash.
+ * Flow dimensions use ring[][] (the level columns stay unused there); level
+ * dimensions (memory, tasks) use lvl_*: they change only at events, so every
+ * window between two events held the level the first one left.
+ */
+struct bm_meter {
+	struct bpf_spin_lock lock;
+	__u32 flags;
+	__u64 window_ns;		/* fixed for the cgroup's life */
+	__u64 first_win;		/* window the effect started in */
+	__u64 last_win;			/* newest window an event touched */
+	__u64 thresh[BM_DIM__MAX];	/* per-window value that raises a crossing; 0 = none */
+	__u64 slot_win[BM_RING];	/* window each flow slot holds; 0 = empty */
+	__u64 ring[BM_RING][BM_DIM__MAX];
+	__u64 lvl_win;			/* window lvl_max belongs to */
+	__u64 lvl_max[BM_DIM__MAX];	/* largest level within lvl_win */
+	__u64 peak[BM_DIM__MAX];	/* largest closed-window value */
+	__u64 wsum[BM_DIM__MAX];	/* sum of closed-window values */
+	__u64 closed_flow;		/* flow windows closed from the ring */
+	__u64 closed_lvl;		/* level windows closed */
+	__u64 cpu_ns;			/* totals over the effect's life */
+	__u64 runq_ns;
+	__u64 net_bytes;
+	__u64 stall_ns;			/* direct and memcg reclaim */
+	__u64 late_ns;			/* CPU/run-queue ns that missed the ring (in totals only) */
+	__s64 rss_bytes;		/* current level */
+	__s64 tasks;			/* live tasks (forked in, not yet exited) */
+	__u64 entered;			/* tasks that entered (the first one included) */
+	__u64 forks;			/* of those, the ones an effect task forked */
+	__u64 freed;			/* tasks freed after their last switch */
+	__u8 crossed[BM_RING];		/* per flow slot: dims whose crossing was reported */
+	__u32 lvl_crossed;		/* level dims whose crossing in lvl_win was reported */
+	__u32 pad;
+	__u32 hist[BM_DIM__MAX][BM_HIST_BUCKETS];
+};
+
+/* Ring-buffer record types. */
+enum bm_ev_type {
+	BM_EV_CROSS = 1,	/* a window value reached its threshold */
+	BM_EV_DRAINED = 2,	/* the last task of the cgroup was freed */
+};
+
+struct bm_event {
+	__u64 cgid;		/* cgroup v2 id (kernfs id) */
+	__u64 time_ns;		/* bpf_ktime_get_ns() */
+	__u64 win;		/* window index (time / window_ns) */
+	__u64 value;		/* window value, in the dimension's unit */
+	__u64 thresh;
+	__u32 type;		/* enum bm_ev_type */
+	__u32 dim;		/* enum bm_dim */
+};
+
+/* Per-mm state in bm_mm: the mm's last resident size, to turn absolute counters into deltas. */
+struct bm_mm_state {
+	__u64 cgid;		/* cgroup charged with this mm */
+	__u64 bytes;
+};
+
+/* Per-task state in bm_task (task storage). */
+struct bm_task_state {
+	__u64 charged_ns;	/* se.sum_exec_runtime already charged */
+	__u64 run_delay_ns;	/* sched_info.run_delay already charged */
+	__u64 reclaim_ns;	/* start of the reclaim in progress, 0 if none */
+};
+
+#ifndef __bpf__
+_Static_assert(sizeof(struct bm_event) == 48, "bm_event changed: bump BM_ABI_VERSION");
+_Static_assert(sizeof(struct bm_mm_state) == 16, "bm_mm_state changed: bump BM_ABI_VERSION");
+_Static_assert(sizeof(struct bm_task_state) == 24, "bm_task_state changed: bump BM_ABI_VERSION");
+_Static_assert(sizeof(struct bm_meter) == 2368, "bm_meter changed: bump BM_ABI_VERSION");
+#endif
+
+#endif /* BM_ABI_H */

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* burstmeter: one binary, a table of subcommands (like bpftool and git). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+#include "run.h"
+
+#ifndef BM_VERSION
+#define BM_VERSION "0.1.0"
+#endif
+
+struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+};
+
+static int cmd_run(int argc, char **argv)
+{
+	struct bm_run_opts o;
+	int err = bm_run_parse_args(argc, argv, &o);
+
+	if (err <= 0)
+		return err ? BM_EXIT_INTERNAL : 0;
+	return bm_run(&o);
+}
+
+static int cmd_help(int argc, char **argv);
+
+static const struct cmd cmds[] = {
+	{ "run", cmd_run, "run one command as a metered effect in its own cgroup" },
+	{ "help", cmd_help, "this help" },
+};
+
+static int cmd_help(int argc, char **argv)
+{
+	unsigned int i;
+
+	printf("Usage: burstmeter COMMAND [OPTIONS]\n"
+	       "Meter the bursts of each tool call (effect) in the kernel, per window.\n\n");
+	for (i = 0; i < BM_ARRAY_SIZE(cmds); i++)
+		printf("  %-10s %s\n", cmds[i].name, cmds[i].help);
+	printf("\n'burstmeter COMMAND --help' describes each command.\n");
+	return 0;
+}
+
+/* bpftool's rule: a unique prefix selects a command. */
+static const struct cmd *find_cmd(const char *name)
+{
+	const struct cmd *found = NULL;
+	unsigned int i;
+
+	for (i = 0; i < BM_ARRAY_SIZE(cmds); i++) {
+		if (!strcmp(cmds[i].name, name))
+			return &cmds[i];
+		if (!strncmp(cmds[i].name, name, strlen(name))) {
+			if (found)
+				return NULL;
+			found = &cmds[i];
+		}
+	}
+	return found;
+}
+
+int main(int argc, char **argv)
+{
+	const struct cmd *c;
+
+	if (argc < 2) {
+		cmd_help(0, NULL);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("burstmeter %s (abi %d)\n", BM_VERSION, BM_ABI_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+		return cmd_help(0, NULL);
+	c = find_cmd(argv[1]);
+	if (!c) {
+		bm_err("unknown or ambiguous command '%s' (see 'burstmeter help')", argv[1]);
+		return 2;
+	}
+	/* run's bad usage is 125 (timeout(1)'s convention); the others use 2 */
+	return c->fn(argc - 1, argv + 1);
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The meter's lifecycle: probe what this kernel offers, load and attach the
+ * skeleton, register effect cgroups, read their meters, drain the ring buffer.
+ */
+#ifndef BM_LOADER_H
+#define BM_LOADER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bm_abi.h"
+#include "cgroup.h"
+
+struct bm_loader;
+
+typedef void (*bm_event_fn)(const struct bm_event *e, void *ctx);
+
+struct bm_loader_opts {
+	bool force_hash;	/* meters in a hash map even where cgroup storage exists */
+	bm_event_fn on_event;	/* called from bm_loader__poll() for each record */
+	void *ctx;
+};
+
+/* What the probes chose, for the outcome and for tests. */
+struct bm_features {
+	bool cgrp_storage;	/* else: hash by cgroup id */
+	bool tick;		/* CPU charged at every scheduler tick too */
+	bool reclaim;		/* vmscan reclaim begin/end tracepoints */
+	const char *net;	/* "sock_send_length", "fexit", or "none" */
+};
+
+/* Probe, load and attach. Returns NULL and sets errno. */
+struct bm_loader *bm_loader__open(const struct bm_loader_opts *opts);
+void bm_loader__free(struct bm_loader *l);
+const struct bm_features *bm_loader__features(const struct bm_loader *l);
+
+/*
+ * Start metering cg with windows of window_ns from now: first_win and
+ * cur_win are set from start_ns, thresh[] (may be NULL) raises crossings.
+ * Returns 0 or -errno (-EEXIST if it is metered already).
+ */
+int bm_loader__add(struct bm_loader *l, const struct bm_cgroup *cg, uint64_t window_ns,
+		   uint64_t start_ns, const uint64_t thresh[BM_DIM__MAX]);
+/* Copy cg's meter, taken under its lock. Returns 0 or -errno. */
+int bm_loader__read(struct bm_loader *l, const struct bm_cgroup *cg, struct bm_meter *out);
+/* Stop metering cg and forget the mms charged to it. Returns 0 or -errno. */
+int bm_loader__del(struct bm_loader *l, const struct bm_cgroup *cg);
+/* Sum the per-CPU drop counters. Returns 0 or -errno. */
+int bm_loader__stats(struct bm_loader *l, uint64_t out[BM_STAT__MAX]);
+/* fd that becomes readable when records wait; bm_loader__poll(l, 0) consumes them. */
+int bm_loader__event_fd(const struct bm_loader *l);
+/* Consume records (calling opts.on_event). Returns records consumed or -errno. */
+int bm_loader__poll(struct bm_loader *l, int timeout_ms);
+
+#endif /* BM_LOADER_H */

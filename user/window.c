@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <string.h>
+
+#include "window.h"
+
+#define BM_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const dim_names[BM_DIM__MAX] = {
+	[BM_DIM_CPU] = "cpu_cores",
+	[BM_DIM_MEM] = "memory_bytes",
+	[BM_DIM_PIDS] = "pids",
+	[BM_DIM_NET] = "net_tx_bytes_per_s",
+	[BM_DIM_RUNQ] = "runq_delay_ms",
+};
+
+static const char *const dim_short[BM_DIM__MAX] = {
+	[BM_DIM_CPU] = "cpu", [BM_DIM_MEM] = "mem", [BM_DIM_PIDS] = "pids",
+	[BM_DIM_NET] = "net", [BM_DIM_RUNQ] = "runq",
+};
+
+unsigned int bm_window_bucket(uint64_t v)
+{
+	v &= (1ULL << 62) - 1;
+	return v ? 64 - __builtin_clzll(v) : 0;
+}
+
+double bm_window_bucket_upper(unsigned int k)
+{
+	return k ? (double)(1ULL << (k < 63 ? k : 63)) : 0.0;
+}
+
+static uint64_t level_of(const struct bm_meter *m, int d)
+{
+	int64_t v = d == BM_DIM_MEM ? m->rss_bytes : m->tasks;
+
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+static void close_n(struct bm_summary *s, int d, uint64_t v, uint64_t n)
+{
+	if (!n)
+		return;
+	s->hist[d][bm_window_bucket(v)] += n;
+	s->wsum[d] += v * n;
+	if (v > s->peak[d])
+		s->peak[d] = v;
+}
+
+static const int flows[] = { BM_DIM_CPU, BM_DIM_NET, BM_DIM_RUNQ };
+static const int levels[] = { BM_DIM_MEM, BM_DIM_PIDS };
+
+int bm_window_finalize(const struct bm_meter *m, uint64_t end_win, struct bm_summary *s)
+{
+	uint64_t total, flow_windows, x;
+	unsigned int i, f;
+	int d, b;
+
+	if (!m->window_ns || end_win < m->first_win || end_win < m->lvl_win)
+		return -EINVAL;
+	memset(s, 0, sizeof(*s));
+	s->window_ns = m->window_ns;
+	for (d = 0; d < BM_DIM__MAX; d++) {
+		for (b = 0; b < BM_HIST_BUCKETS; b++)
+			s->hist[d][b] = m->hist[d][b];
+		s->peak[d] = m->peak[d];
+		s->wsum[d] = m->wsum[d];
+	}
+	total = end_win - m->first_win + 1;
+	s->windows = total;
+
+	/* flows: the slots still open, then every window no event touched, at 0 */
+	flow_windows = m->closed_flow;
+	for (i = 0; i < BM_RING; i++) {
+		x = m->slot_win[i];
+		if (!x || x < m->first_win || x > end_win)
+			continue;
+		for (f = 0; f < BM_ARRAY_LEN(flows); f++)
+			close_n(s, flows[f], m->ring[i][flows[f]], 1);
+		flow_windows++;
+	}
+	for (f = 0; f < BM_ARRAY_LEN(flows); f++)
+		close_n(s, flows[f], 0, total > flow_windows ? total - flow_windows : 0);
+
+	/* levels: lvl_win with its maxima, then the level that held until the end */
+	for (f = 0; f < BM_ARRAY_LEN(levels); f++) {
+		close_n(s, levels[f], m->lvl_max[levels[f]], 1);
+		close_n(s, levels[f], level_of(m, levels[f]), end_win - m->lvl_win);
+	}
+
+	s->cpu_ns = m->cpu_ns;
+	s->runq_ns = m->runq_ns;
+	s->net_bytes = m->net_bytes;
+	s->stall_ns = m->stall_ns;
+	s->late_ns = m->late_ns;
+	s->forks = m->forks;
+	s->tasks_entered = m->entered;
+	return 0;
+}
+
+double bm_window_display(enum bm_dim d, double raw, uint64_t window_ns)
+{
+	switch (d) {
+	case BM_DIM_CPU:
+		return raw / (double)window_ns;
+	case BM_DIM_NET:
+		return raw * 1e9 / (double)window_ns;
+	case BM_DIM_RUNQ:
+		return raw / 1e6;
+	default:
+		return raw;
+	}
+}
+
+const char *bm_window_dim_name(enum bm_dim d)
+{
+	return d < BM_DIM__MAX ? dim_names[d] : "?";
+}
+
+const char *bm_window_dim_short(enum bm_dim d)
+{
+	return d < BM_DIM__MAX ? dim_short[d] : "?";
+}
