@@ -113,11 +113,11 @@ static __always_inline void emit(struct task_struct *t, __u32 type, const struct
  * store is what was charged already: no per-CPU timestamps, no wakeup hook.
  * The wait is charged to the window in which the current slice began.
  */
-static __always_inline void charge(struct task_struct *t, __u64 now)
+static __always_inline void charge(struct task_struct *t)
 {
 	struct bm_cross cpu_c = {}, rq_c = {};
 	struct bm_task_state *ts;
-	__u64 sum, rd, cpu, wait, slice, lost = 0;
+	__u64 sum, rd, cpu, wait, slice, now, start, lost = 0, lost2 = 0;
 	struct bm_meter *m;
 
 	m = meter_of(t);
@@ -128,28 +128,39 @@ static __always_inline void charge(struct task_struct *t, __u64 now)
 		stat_inc(BM_STAT_TASK_FULL);
 		return;
 	}
+	now = bpf_ktime_get_ns();
 	sum = t->se.sum_exec_runtime;
 	rd = t->sched_info.run_delay;
 	cpu = sum - ts->charged_ns;
 	wait = rd - ts->run_delay_ns;
 	ts->charged_ns = sum;
 	ts->run_delay_ns = rd;
-	if ((!cpu && !wait) || cpu > now)
+	if (cpu > now)
 		return;
-	slice = sum - t->se.prev_sum_exec_runtime;
-	if (slice > now)
-		slice = now;
-
-	bpf_spin_lock(&m->lock);
-	m->cpu_ns += cpu;
-	m->runq_ns += wait;
-	lost = bm_add_interval(m, BM_DIM_CPU, now - cpu, now, &cpu_c);
-	if (wait)
-		lost += bm_flow_add(m, BM_DIM_RUNQ, (now - slice) / m->window_ns, wait, &rq_c);
-	m->late_ns += lost;
-	bpf_spin_unlock(&m->lock);
-
-	if (lost)
+	if (cpu) {
+		/*
+		 * The kernel counted sum_exec_runtime a moment before now (at the
+		 * tick, by the length of the tick's work), so back-to-back
+		 * intervals would overlap by that lag: start no earlier than where
+		 * the last one ended, and keep the sliver in the totals only.
+		 */
+		start = now - cpu;
+		if (start < ts->until_ns)
+			start = ts->until_ns < now ? ts->until_ns : now;
+		lost = bm_add_interval(m, BM_DIM_CPU, start, now, &cpu_c);
+		if (lost + cpu - (now - start))
+			__sync_fetch_and_add(&m->late[BM_DIM_CPU], lost + cpu - (now - start));
+	}
+	ts->until_ns = now;
+	if (wait) {
+		/* the wait ended where the current slice began: usually in now's window */
+		slice = sum - t->se.prev_sum_exec_runtime;
+		slice = slice < now ? now - slice : 0;
+		lost2 = bm_flow_add(m, BM_DIM_RUNQ, bm_window_of(m, slice, now), wait, &rq_c);
+		if (lost2)
+			__sync_fetch_and_add(&m->late[BM_DIM_RUNQ], lost2);
+	}
+	if (lost || lost2)
 		stat_inc(BM_STAT_LATE);
 	if (cpu_c.found)
 		emit(t, BM_EV_CROSS, &cpu_c);
@@ -160,7 +171,9 @@ static __always_inline void charge(struct task_struct *t, __u64 now)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(bm_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	charge(prev, bpf_ktime_get_ns());
+	/* the idle task (pid 0) is in no effect: half the switches of a quiet CPU */
+	if (prev->pid)
+		charge(prev);
 	return 0;
 }
 
@@ -170,7 +183,7 @@ int BPF_PROG(bm_tick, struct hrtimer *timer)
 {
 	if ((__u64)timer->function != cfg_tick_fn)
 		return 0;
-	charge(bpf_get_current_task_btf(), bpf_ktime_get_ns());
+	charge(bpf_get_current_task_btf());
 	return 0;
 }
 
@@ -362,12 +375,11 @@ static __always_inline void net_charge(struct sock *sk, int bytes)
 	if (!m)
 		return;
 	x = bpf_ktime_get_ns() / m->window_ns;
-	bpf_spin_lock(&m->lock);
-	m->net_bytes += bytes;
 	lost = bm_flow_add(m, BM_DIM_NET, x, bytes, &c);
-	bpf_spin_unlock(&m->lock);
-	if (lost)
+	if (lost) {
+		__sync_fetch_and_add(&m->late[BM_DIM_NET], lost);
 		stat_inc(BM_STAT_LATE);
+	}
 	if (c.found)
 		emit(cur, BM_EV_CROSS, &c);
 }

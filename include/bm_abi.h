@@ -30,14 +30,29 @@
 #define BM_WINDOW_NS_MIN 1000000ULL
 #define BM_WINDOW_NS_MAX 1000000000ULL
 
-/* Dimensions metered per window, and the unit each window value has. */
+/*
+ * Dimensions metered per window, and the unit each window value has. Flows
+ * (amounts that add up within a window) come first, levels after them.
+ */
 enum bm_dim {
 	BM_DIM_CPU,	/* ns on CPU within the window, all tasks of the cgroup */
-	BM_DIM_MEM,	/* bytes: largest resident set (sum over its mms) within the window */
-	BM_DIM_PIDS,	/* tasks: largest live task count within the window */
 	BM_DIM_NET,	/* bytes sent on inet sockets within the window */
 	BM_DIM_RUNQ,	/* ns its tasks waited on a run queue, charged to the window they got the CPU */
+	BM_DIM_MEM,	/* bytes: largest resident set (sum over its mms) within the window */
+	BM_DIM_PIDS,	/* tasks: largest live task count within the window */
 	BM_DIM__MAX,
+};
+#define BM_FLOWS 3
+
+/*
+ * Flow slots are kept per lane (CPU number mod BM_LANES), so that CPUs
+ * running tasks of the same effect add to different cache lines instead of
+ * bouncing one between them; a slot's value is the sum of its lanes.
+ */
+#define BM_LANES 4
+
+struct bm_lane {
+	__u64 v[BM_RING][BM_FLOWS];
 };
 
 /* Per-CPU counters in bm_stats: every drop on the hot path is counted, never silent. */
@@ -54,7 +69,8 @@ enum bm_stat {
 
 /*
  * One cgroup's meter: the value of bm_cgst (cgroup storage) or bm_cghash.
- * Flow dimensions use ring[][] (the level columns stay unused there); level
+ * Flow dimensions use the slots of lane[]; their totals are the sum of their
+ * windows (wsum + open slots + late). Level
  * dimensions (memory, tasks) use lvl_*: they change only at events, so every
  * window between two events held the level the first one left.
  */
@@ -66,24 +82,21 @@ struct bm_meter {
 	__u64 last_win;			/* newest window an event touched */
 	__u64 thresh[BM_DIM__MAX];	/* per-window value that raises a crossing; 0 = none */
 	__u64 slot_win[BM_RING];	/* window each flow slot holds; 0 = empty */
-	__u64 ring[BM_RING][BM_DIM__MAX];
+	struct bm_lane lane[BM_LANES];	/* flow slot values, per lane */
 	__u64 lvl_win;			/* window lvl_max belongs to */
 	__u64 lvl_max[BM_DIM__MAX];	/* largest level within lvl_win */
 	__u64 peak[BM_DIM__MAX];	/* largest closed-window value */
 	__u64 wsum[BM_DIM__MAX];	/* sum of closed-window values */
 	__u64 closed_flow;		/* flow windows closed from the ring */
 	__u64 closed_lvl;		/* level windows closed */
-	__u64 cpu_ns;			/* totals over the effect's life */
-	__u64 runq_ns;
-	__u64 net_bytes;
-	__u64 stall_ns;			/* direct and memcg reclaim */
-	__u64 late_ns;			/* CPU/run-queue ns that missed the ring (in totals only) */
+	__u64 late[BM_DIM__MAX];	/* flow amounts that found no window: in totals only */
+	__u64 stall_ns;			/* direct and memcg reclaim, in total */
 	__s64 rss_bytes;		/* current level */
 	__s64 tasks;			/* live tasks (forked in, not yet exited) */
 	__u64 entered;			/* tasks that entered (the first one included) */
 	__u64 forks;			/* of those, the ones an effect task forked */
 	__u64 freed;			/* tasks freed after their last switch */
-	__u8 crossed[BM_RING];		/* per flow slot: dims whose crossing was reported */
+	__u32 crossed[BM_RING];		/* per flow slot: dims whose crossing was reported */
 	__u32 lvl_crossed;		/* level dims whose crossing in lvl_win was reported */
 	__u32 pad;
 	__u32 hist[BM_DIM__MAX][BM_HIST_BUCKETS];
@@ -114,6 +127,7 @@ struct bm_mm_state {
 /* Per-task state in bm_task (task storage). */
 struct bm_task_state {
 	__u64 charged_ns;	/* se.sum_exec_runtime already charged */
+	__u64 until_ns;		/* time up to which its CPU has been placed in windows */
 	__u64 run_delay_ns;	/* sched_info.run_delay already charged */
 	__u64 reclaim_ns;	/* start of the reclaim in progress, 0 if none */
 };
@@ -121,8 +135,8 @@ struct bm_task_state {
 #ifndef __bpf__
 _Static_assert(sizeof(struct bm_event) == 48, "bm_event changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_mm_state) == 16, "bm_mm_state changed: bump BM_ABI_VERSION");
-_Static_assert(sizeof(struct bm_task_state) == 24, "bm_task_state changed: bump BM_ABI_VERSION");
-_Static_assert(sizeof(struct bm_meter) == 2368, "bm_meter changed: bump BM_ABI_VERSION");
+_Static_assert(sizeof(struct bm_task_state) == 32, "bm_task_state changed: bump BM_ABI_VERSION");
+_Static_assert(sizeof(struct bm_meter) == 3320, "bm_meter changed: bump BM_ABI_VERSION");
 #endif
 
 #endif /* BM_ABI_H */

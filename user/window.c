@@ -53,7 +53,7 @@ static const int levels[] = { BM_DIM_MEM, BM_DIM_PIDS };
 int bm_window_finalize(const struct bm_meter *m, uint64_t end_win, struct bm_summary *s)
 {
 	uint64_t total, flow_windows, x;
-	unsigned int i, f;
+	unsigned int i, f, l;
 	int d, b;
 
 	if (!m->window_ns || end_win < m->first_win || end_win < m->lvl_win)
@@ -75,8 +75,13 @@ int bm_window_finalize(const struct bm_meter *m, uint64_t end_win, struct bm_sum
 		x = m->slot_win[i];
 		if (!x || x < m->first_win || x > end_win)
 			continue;
-		for (f = 0; f < BM_ARRAY_LEN(flows); f++)
-			close_n(s, flows[f], m->ring[i][flows[f]], 1);
+		for (f = 0; f < BM_ARRAY_LEN(flows); f++) {
+			uint64_t v = 0;
+
+			for (l = 0; l < BM_LANES; l++)
+				v += m->lane[l].v[i][flows[f]];
+			close_n(s, flows[f], v, 1);
+		}
 		flow_windows++;
 	}
 	for (f = 0; f < BM_ARRAY_LEN(flows); f++)
@@ -88,11 +93,14 @@ int bm_window_finalize(const struct bm_meter *m, uint64_t end_win, struct bm_sum
 		close_n(s, levels[f], level_of(m, levels[f]), end_win - m->lvl_win);
 	}
 
-	s->cpu_ns = m->cpu_ns;
-	s->runq_ns = m->runq_ns;
-	s->net_bytes = m->net_bytes;
+	/* a flow's total is the sum of its windows, and what came too late for one */
+	for (f = 0; f < BM_ARRAY_LEN(flows); f++)
+		s->total[flows[f]] = s->wsum[flows[f]] + m->late[flows[f]];
+	s->cpu_ns = s->total[BM_DIM_CPU];
+	s->runq_ns = s->total[BM_DIM_RUNQ];
+	s->net_bytes = s->total[BM_DIM_NET];
+	s->late_ns = m->late[BM_DIM_CPU] + m->late[BM_DIM_RUNQ];
 	s->stall_ns = m->stall_ns;
-	s->late_ns = m->late_ns;
 	s->forks = m->forks;
 	s->tasks_entered = m->entered;
 	return 0;

@@ -18,6 +18,7 @@ struct bm_summary {
 	uint64_t hist[BM_DIM__MAX][BM_HIST_BUCKETS];
 	uint64_t peak[BM_DIM__MAX];		/* largest window value */
 	uint64_t wsum[BM_DIM__MAX];		/* sum of window values */
+	uint64_t total[BM_DIM__MAX];		/* flows: every ns/byte counted */
 	uint64_t cpu_ns, runq_ns, net_bytes, stall_ns, late_ns;
 	uint64_t forks, tasks_entered;
 };

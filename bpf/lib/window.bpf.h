@@ -72,76 +72,140 @@ static __always_inline void bm_crossed(struct bm_meter *m, int d, __u64 x, __u64
 	c->found = 1;
 }
 
+/* Value of flow slot s in dimension d: the sum of its lanes. */
+static __always_inline __u64 bm_slot_sum(const struct bm_meter *m, __u32 s, int d)
+{
+	return m->lane[0].v[s][d] + m->lane[1].v[s][d] + m->lane[2].v[s][d] + m->lane[3].v[s][d];
+}
+
 /*
- * Add v to window x of flow dimension d. Returns v if window x has left the
- * ring already (its slot holds a newer window), 0 if v was placed.
+ * With the lock held: make slot s hold window x, closing the window it held
+ * before. Returns 0, or -1 if the slot holds a newer window already (x has
+ * left the ring). The tag is published with an atomic exchange, a full
+ * barrier, so a reader that sees the new tag also sees the zeroed values.
+ */
+static __always_inline int bm_slot_open(struct bm_meter *m, __u32 s, __u64 x)
+{
+	__u64 tag = m->slot_win[s];
+	int d, l;
+
+	if (tag == x)
+		return 0;
+	if (tag > x)
+		return -1;
+	if (tag) {
+		for (d = 0; d < BM_FLOWS; d++)
+			bm_close(m, d, bm_slot_sum(m, s, d), 1);
+		m->closed_flow++;
+	}
+	for (l = 0; l < BM_LANES; l++)
+		for (d = 0; d < BM_FLOWS; d++)
+			m->lane[l].v[s][d] = 0;
+	m->crossed[s] = 0;
+	__sync_lock_test_and_set(&m->slot_win[s], x);
+	if (x > m->last_win)
+		m->last_win = x;
+	return 0;
+}
+
+/*
+ * Add v to window x of flow dimension d; called without the lock. The lock
+ * is taken only to open a window's slot, once per window; within a window
+ * an event is one atomic add to this CPU's lane. With a threshold set, the
+ * lanes are summed and the first add that finds the sum at or over it
+ * reports the crossing (the fetch-or on crossed[] lets exactly one win).
+ * Returns v if window x has left the ring (the caller counts it late), or 0.
  */
 static __always_inline __u64 bm_flow_add(struct bm_meter *m, int d, __u64 x, __u64 v,
 					 struct bm_cross *c)
 {
-	__u32 s = x & (BM_RING - 1);
-	__u64 tag = m->slot_win[s];
+	__u32 s, lane = bpf_get_smp_processor_id() & (BM_LANES - 1);
+	__u64 t, sum;
+	int err = 0;
 
-	if (tag != x) {
-		if (tag > x)
+	if (x < m->first_win)
+		x = m->first_win;
+	s = x & (BM_RING - 1);
+	if (*(volatile __u64 *)&m->slot_win[s] != x) {
+		bpf_spin_lock(&m->lock);
+		err = bm_slot_open(m, s, x);
+		bpf_spin_unlock(&m->lock);
+		if (err)
 			return v;
-		if (tag) {
-			bm_close(m, BM_DIM_CPU, m->ring[s][BM_DIM_CPU], 1);
-			bm_close(m, BM_DIM_NET, m->ring[s][BM_DIM_NET], 1);
-			bm_close(m, BM_DIM_RUNQ, m->ring[s][BM_DIM_RUNQ], 1);
-			m->closed_flow++;
-		}
-		m->ring[s][BM_DIM_CPU] = 0;
-		m->ring[s][BM_DIM_NET] = 0;
-		m->ring[s][BM_DIM_RUNQ] = 0;
-		m->crossed[s] = 0;
-		m->slot_win[s] = x;
 	}
-	m->ring[s][d] += v;
-	if (x > m->last_win)
-		m->last_win = x;
-	if (m->thresh[d] && m->ring[s][d] >= m->thresh[d] && !(m->crossed[s] & (1U << d))) {
-		m->crossed[s] |= 1U << d;
-		bm_crossed(m, d, x, m->ring[s][d], c);
-	}
+	__sync_fetch_and_add(&m->lane[lane].v[s][d], v);
+	t = m->thresh[d];
+	if (!t)
+		return 0;
+	sum = bm_slot_sum(m, s, d);
+	if (sum >= t && !(__sync_fetch_and_or(&m->crossed[s], 1U << d) & (1U << d)))
+		bm_crossed(m, d, x, sum, c);
+	return 0;
+}
+
+/* Window of time t, given a time now >= t: no division when both share a window. */
+static __always_inline __u64 bm_window_of(const struct bm_meter *m, __u64 t, __u64 now)
+{
+	__u64 W = m->window_ns, x = m->last_win;
+
+	if (t >= x * W && t < (x + 1) * W)
+		return x;
+	return t / W;
+}
+
+struct bm_split {
+	struct bm_meter *m;
+	struct bm_cross *c;
+	__u64 start, end, ws, we, lost;
+	int d;
+};
+
+/* bpf_loop() body: window ws + i of a split interval. */
+static long bm_split_one(__u64 i, void *ctx)
+{
+	struct bm_split *sp = ctx;
+	__u64 W = sp->m->window_ns, x = sp->ws + i, lo, hi;
+
+	if (x > sp->we)
+		return 1;
+	lo = x == sp->ws ? sp->start : x * W;
+	hi = x == sp->we ? sp->end : (x + 1) * W;
+	if (hi > lo)
+		sp->lost += bm_flow_add(sp->m, sp->d, x, hi - lo, sp->c);
 	return 0;
 }
 
 /*
  * Charge [start, end) to flow dimension d, split at window edges so that
- * no window holds more than it lasted. Returns the ns that found no window
- * (older than BM_SPLIT windows, or than the ring).
+ * no window holds more than it lasted. The common cases, an interval within
+ * one window or across one edge, cost one or two divisions and no loop; a
+ * longer one goes through bpf_loop(), which the verifier checks once rather
+ * than once per iteration. Returns what found no window (older than
+ * BM_SPLIT windows, or than the ring).
  */
 static __always_inline __u64 bm_add_interval(struct bm_meter *m, int d, __u64 start, __u64 end,
 					     struct bm_cross *c)
 {
-	__u64 W = m->window_ns, ws, we, x, lo, hi, lost = 0;
-	int i;
+	struct bm_split sp = { .m = m, .c = c, .d = d, .start = start, .end = end };
+	__u64 W = m->window_ns, edge;
 
 	if (end <= start)
 		return 0;
-	ws = start / W;
-	we = end / W;
-	if (we - ws >= BM_SPLIT) {
-		ws = we - BM_SPLIT + 1;
-		lost = ws * W - start;
-		start = ws * W;
+	sp.ws = start / W;
+	edge = (sp.ws + 1) * W;
+	if (end <= edge)
+		return bm_flow_add(m, d, sp.ws, end - start, c);
+	if (end - edge <= W)
+		return bm_flow_add(m, d, sp.ws, edge - start, c) +
+		       bm_flow_add(m, d, sp.ws + 1, end - edge, c);
+	sp.we = end / W;
+	if (sp.we - sp.ws >= BM_SPLIT) {
+		sp.ws = sp.we - BM_SPLIT + 1;
+		sp.lost = sp.ws * W - start;
+		sp.start = sp.ws * W;
 	}
-	if (ws < m->first_win) {
-		ws = m->first_win;
-		if (start < ws * W)
-			start = ws * W;
-	}
-	for (i = 0; i < BM_SPLIT; i++) {
-		x = ws + i;
-		if (x > we)
-			break;
-		lo = x == ws ? start : x * W;
-		hi = x == we ? end : (x + 1) * W;
-		if (hi > lo)
-			lost += bm_flow_add(m, d, x, hi - lo, c);
-	}
-	return lost;
+	bpf_loop(BM_SPLIT, bm_split_one, &sp, 0);
+	return sp.lost;
 }
 
 static __always_inline __u64 bm_level(const struct bm_meter *m, int d)
