@@ -47,7 +47,8 @@ WORKLOADS := $(patsubst tests/workloads/%.c,$(O)/workloads/%,$(WORKLOAD_SRCS))
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all deps run check check-san check-integ test test-vm bench vmlinux install clean
+.PHONY: all deps run check check-san check-integ test test-vm bench vmlinux install clean \
+	unit-bins integ-bins
 
 all: $(BIN) $(WORKLOADS)
 
@@ -105,22 +106,24 @@ run: deps
 	$(Q)tools/as-root.sh $(BIN) run --id demo --intent "bursty demo workload" --hist \
 		--outcome - -- $(O)/workloads/bm-demo
 
+unit-bins: $(UNIT_BINS)
+integ-bins: $(INTEG_BINS)
+
+# unit + ASan/UBSan unit + integration (root) + the 6.1 kernel under qemu
 test: deps
-	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(INTEG_BINS)
-	$(Q)$(MAKE) --no-print-directory O=$(O)/san SAN=1 $(O)/san/tests/unit/.built
+	$(Q)$(MAKE) --no-print-directory all unit-bins integ-bins
+	$(Q)$(MAKE) --no-print-directory O=$(O)/san SAN=1 unit-bins
 	$(Q)tests/run.sh $(O)
 
-$(O)/san/tests/unit/.built: $(UNIT_BINS)
-	$(Q)touch $@
+check: unit-bins
+	$(Q)$(MAKE) --no-print-directory O=$(O)/san SAN=1 unit-bins
+	$(Q)tests/run.sh $(O) unit san
 
-check: $(UNIT_BINS)
-	$(Q)tests/run.sh $(O) unit
+check-integ: all integ-bins
+	$(Q)tests/run.sh $(O) integration
 
-check-integ: all $(INTEG_BINS)
-	$(Q)tools/as-root.sh tests/run.sh $(O) integration
-
-test-vm: all
-	$(Q)tests/vm/run-suite.sh $(O)
+test-vm: all integ-bins
+	$(Q)tests/run.sh $(O) vm
 
 bench: deps all
 	$(Q)tools/as-root.sh bench/run.sh $(O)

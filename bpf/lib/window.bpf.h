@@ -14,6 +14,8 @@
 #ifndef BM_WINDOW_BPF_H
 #define BM_WINDOW_BPF_H
 
+#include "lib/bucket.bpf.h"
+
 /* A crossing found under the lock, emitted after it is dropped. */
 struct bm_cross {
 	__u64 win;
@@ -22,36 +24,6 @@ struct bm_cross {
 	__u32 dim;
 	__u32 found;
 };
-
-/*
- * Bit length of v (0 for 0, k for [2^(k-1), 2^k)), without branches, so
- * that each call adds no paths for the verifier. (x - v) >> 63 is 1 exactly
- * when v > x, for v < 2^62.
- */
-static __always_inline __u32 bm_bucket(__u64 v)
-{
-	__u64 r, s, nz;
-
-	v &= (1ULL << 62) - 1;
-	nz = (0 - v) >> 63;
-	v |= 1;
-	r = ((0xFFFFFFFFULL - v) >> 63) << 5;
-	v >>= r;
-	s = ((0xFFFFULL - v) >> 63) << 4;
-	v >>= s;
-	r |= s;
-	s = ((0xFFULL - v) >> 63) << 3;
-	v >>= s;
-	r |= s;
-	s = ((0xFULL - v) >> 63) << 2;
-	v >>= s;
-	r |= s;
-	s = ((0x3ULL - v) >> 63) << 1;
-	v >>= s;
-	r |= s;
-	r |= v >> 1;
-	return (__u32)(r + nz) & (BM_HIST_BUCKETS - 1);
-}
 
 /* Close n windows that all had value v in dimension d. */
 static __always_inline void bm_close(struct bm_meter *m, int d, __u64 v, __u64 n)
