@@ -187,11 +187,32 @@ int BPF_PROG(bm_tick, struct hrtimer *timer)
 	return 0;
 }
 
+/*
+ * The fast path for ceilings that must hold within microseconds: the task
+ * that took the level past kill_at (the one forking, the one faulting)
+ * gets SIGKILL right here, and userspace finishes with cgroup.kill. Only
+ * the first crossing signals, so a dying fork bomb costs one signal.
+ */
+static __always_inline void fast_kill(struct task_struct *t, struct bm_meter *m, int d, __u64 level,
+				      __u32 flag)
+{
+	struct bm_cross c = { .dim = d, .value = level, .thresh = m->kill_at[d] };
+
+	if (!m->kill_at[d] || level < m->kill_at[d] || (m->flags & flag))
+		return;
+	if (__sync_fetch_and_or(&m->flags, flag) & flag)
+		return;
+	bpf_send_signal(9);
+	c.win = m->last_win;
+	emit(t, BM_EV_KILLED, &c);
+}
+
 static __always_inline void tasks_add(struct task_struct *t, struct bm_meter *m, __s64 delta,
 				      __u64 forked)
 {
 	struct bm_cross c = {};
 	__u64 now = bpf_ktime_get_ns();
+	__s64 tasks;
 
 	bpf_spin_lock(&m->lock);
 	if (delta > 0) {
@@ -199,9 +220,12 @@ static __always_inline void tasks_add(struct task_struct *t, struct bm_meter *m,
 		m->forks += forked;
 	}
 	bm_level_add(m, BM_DIM_PIDS, now / m->window_ns, delta, &c);
+	tasks = m->tasks;
 	bpf_spin_unlock(&m->lock);
 	if (c.found)
 		emit(t, BM_EV_CROSS, &c);
+	if (delta > 0 && tasks > 0)
+		fast_kill(bpf_get_current_task_btf(), m, BM_DIM_PIDS, tasks, BM_F_KILLED_PIDS);
 }
 
 /* Fires for threads too; CLONE_INTO_CGROUP children are already in their cgroup here. */
@@ -241,13 +265,12 @@ int BPF_PROG(bm_free, struct task_struct *p)
 		return 0;
 	bpf_spin_lock(&m->lock);
 	m->freed++;
-	if (m->freed >= m->entered && m->tasks <= 0 && !(m->flags & BM_F_DRAINED)) {
-		m->flags |= BM_F_DRAINED;
+	if (m->freed >= m->entered && m->tasks <= 0 && !(m->flags & BM_F_DRAINED))
 		drained = 1;
-	}
 	c.win = m->last_win;
 	bpf_spin_unlock(&m->lock);
-	if (drained)
+	/* flags is also or-ed without the lock (fast_kill): never a plain store */
+	if (drained && !(__sync_fetch_and_or(&m->flags, BM_F_DRAINED) & BM_F_DRAINED))
 		emit(p, BM_EV_DRAINED, &c);
 	return 0;
 }
@@ -266,7 +289,7 @@ int BPF_PROG(bm_rss, struct mm_struct *mm, int member)
 	struct bm_cross c = {};
 	__u64 key = (__u64)mm, old, bytes, x;
 	struct bm_meter *m;
-	__s64 pages;
+	__s64 pages, rss;
 
 	if (member == MM_SWAPENTS)
 		return 0;
@@ -295,9 +318,12 @@ int BPF_PROG(bm_rss, struct mm_struct *mm, int member)
 	x = bpf_ktime_get_ns() / m->window_ns;
 	bpf_spin_lock(&m->lock);
 	bm_level_add(m, BM_DIM_MEM, x, (__s64)(bytes - old), &c);
+	rss = m->rss_bytes;
 	bpf_spin_unlock(&m->lock);
 	if (c.found)
 		emit(cur, BM_EV_CROSS, &c);
+	if (bytes > old && rss > 0)
+		fast_kill(cur, m, BM_DIM_MEM, rss, BM_F_KILLED_MEM);
 	return 0;
 }
 

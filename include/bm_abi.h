@@ -65,7 +65,9 @@ enum bm_stat {
 };
 
 /* Bits of bm_meter.flags. */
-#define BM_F_DRAINED (1U << 0)	/* every task that entered has been freed */
+#define BM_F_DRAINED (1U << 0)		/* every task that entered has been freed */
+#define BM_F_KILLED_MEM (1U << 1)	/* the kernel fast path killed at the memory ceiling */
+#define BM_F_KILLED_PIDS (1U << 2)	/* the kernel fast path killed at the task ceiling */
 
 /*
  * One cgroup's meter: the value of bm_cgst (cgroup storage) or bm_cghash.
@@ -81,6 +83,7 @@ struct bm_meter {
 	__u64 first_win;		/* window the effect started in */
 	__u64 last_win;			/* newest window an event touched */
 	__u64 thresh[BM_DIM__MAX];	/* per-window value that raises a crossing; 0 = none */
+	__u64 kill_at[BM_DIM__MAX];	/* levels the kernel kills at (MEM, PIDS); 0 = none */
 	__u64 slot_win[BM_RING];	/* window each flow slot holds; 0 = empty */
 	struct bm_lane lane[BM_LANES];	/* flow slot values, per lane */
 	__u64 lvl_win;			/* window lvl_max belongs to */
@@ -106,6 +109,7 @@ struct bm_meter {
 enum bm_ev_type {
 	BM_EV_CROSS = 1,	/* a window value reached its threshold */
 	BM_EV_DRAINED = 2,	/* the last task of the cgroup was freed */
+	BM_EV_KILLED = 3,	/* the kernel sent SIGKILL at a ceiling (dim, value, thresh) */
 };
 
 struct bm_event {
@@ -136,7 +140,7 @@ struct bm_task_state {
 _Static_assert(sizeof(struct bm_event) == 48, "bm_event changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_mm_state) == 16, "bm_mm_state changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_task_state) == 32, "bm_task_state changed: bump BM_ABI_VERSION");
-_Static_assert(sizeof(struct bm_meter) == 3320, "bm_meter changed: bump BM_ABI_VERSION");
+_Static_assert(sizeof(struct bm_meter) == 3360, "bm_meter changed: bump BM_ABI_VERSION");
 #endif
 
 #endif /* BM_ABI_H */

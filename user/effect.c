@@ -57,24 +57,41 @@ int bm_effect_resolve(const char *cmd, char *buf, size_t len)
 	return first;
 }
 
-static void child_exec(char *const argv[], int errfd)
-{
-	sigset_t none;
+/* What the child reports on the pipe: the stage that failed and its errno. */
+struct child_err {
+	int join;
 	int err;
+};
 
+static void child_exec(const int *join_fds, int n_join, char *const argv[], int errfd)
+{
+	struct child_err ce = { 0, 0 };
+	sigset_t none;
+	int i;
+
+	for (i = 0; i < n_join; i++) {
+		if (join_fds[i] >= 0 && write(join_fds[i], "0", 1) != 1) {
+			ce.join = 1;
+			ce.err = errno;
+			goto fail;
+		}
+	}
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	execvp(argv[0], argv);
-	err = errno;
-	if (write(errfd, &err, sizeof(err)) < 0)
+	ce.err = errno;
+fail:
+	if (write(errfd, &ce, sizeof(ce)) < 0)
 		_exit(127);
 	_exit(127);
 }
 
-int bm_effect_spawn(int cgroup_fd, char *const argv[], struct bm_child *child)
+int bm_effect_spawn(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
+		    struct bm_child *child)
 {
 	struct clone_args args = { 0 };
-	int pipefd[2], pidfd = -1, err = 0, exec_err = 0;
+	struct child_err ce = { 0, 0 };
+	int pipefd[2], pidfd = -1, err = 0;
 	ssize_t n;
 	long pid;
 
@@ -93,18 +110,20 @@ int bm_effect_spawn(int cgroup_fd, char *const argv[], struct bm_child *child)
 	}
 	if (pid == 0) {
 		close(pipefd[0]);
-		child_exec(argv, pipefd[1]);
+		child_exec(join_fds, n_join, argv, pipefd[1]);
 	}
 	close(pipefd[1]);
 	/* EOF means the exec closed the pipe (O_CLOEXEC): the command is running */
 	do
-		n = read(pipefd[0], &exec_err, sizeof(exec_err));
+		n = read(pipefd[0], &ce, sizeof(ce));
 	while (n < 0 && errno == EINTR);
 	close(pipefd[0]);
-	if (n == sizeof(exec_err)) {
+	if (n == sizeof(ce)) {
 		waitpid((pid_t)pid, NULL, 0);
 		close(pidfd);
-		return exec_err ? exec_err : EIO;
+		if (ce.join)
+			return ce.err ? -ce.err : -EIO;
+		return ce.err ? ce.err : EIO;
 	}
 	child->pid = (pid_t)pid;
 	child->pidfd = pidfd;

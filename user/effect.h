@@ -19,11 +19,13 @@ struct bm_child {
 };
 
 /*
- * clone3(CLONE_INTO_CGROUP | CLONE_PIDFD) into cgroup_fd, then exec argv
- * with an empty signal mask. Returns 0 once the exec succeeded; a positive
- * errno if the exec failed (the child has been reaped); -errno if the clone
- * failed.
+ * clone3(CLONE_INTO_CGROUP | CLONE_PIDFD) into cgroup_fd; the child writes
+ * "0" into each of join_fds[0..n_join) (cgroup.procs of v1 twins; -1
+ * skipped), then execs argv with an empty signal mask. Returns 0 once the
+ * exec succeeded; a positive errno if the exec failed (the child has been
+ * reaped); -errno if the clone or a join failed.
  */
-int bm_effect_spawn(int cgroup_fd, char *const argv[], struct bm_child *child);
+int bm_effect_spawn(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
+		    struct bm_child *child);
 
 #endif /* BM_EFFECT_H */

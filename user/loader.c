@@ -216,6 +216,25 @@ int bm_loader__add(struct bm_loader *l, const struct bm_cgroup *cg, uint64_t win
 	return 0;
 }
 
+int bm_loader__arm(struct bm_loader *l, const struct bm_cgroup *cg,
+		   const uint64_t thresh[BM_DIM__MAX], const uint64_t kill_at[BM_DIM__MAX])
+{
+	struct bm_meter m;
+	const void *key;
+	int fd = meter_map(l, cg, &key);
+
+	/* read-modify-write: the meter is armed before its first task starts */
+	if (bpf_map_lookup_elem_flags(fd, key, &m, BPF_F_LOCK))
+		return -errno;
+	if (thresh)
+		memcpy(m.thresh, thresh, sizeof(m.thresh));
+	if (kill_at)
+		memcpy(m.kill_at, kill_at, sizeof(m.kill_at));
+	if (bpf_map_update_elem(fd, key, &m, BPF_EXIST | BPF_F_LOCK))
+		return -errno;
+	return 0;
+}
+
 int bm_loader__read(struct bm_loader *l, const struct bm_cgroup *cg, struct bm_meter *out)
 {
 	const void *key;

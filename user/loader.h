@@ -42,6 +42,12 @@ const struct bm_features *bm_loader__features(const struct bm_loader *l);
  */
 int bm_loader__add(struct bm_loader *l, const struct bm_cgroup *cg, uint64_t window_ns,
 		   uint64_t start_ns, const uint64_t thresh[BM_DIM__MAX]);
+/*
+ * Set cg's crossing thresholds and the levels the kernel kills at (either
+ * may be NULL to leave it), under the meter's lock. Returns 0 or -errno.
+ */
+int bm_loader__arm(struct bm_loader *l, const struct bm_cgroup *cg,
+		   const uint64_t thresh[BM_DIM__MAX], const uint64_t kill_at[BM_DIM__MAX]);
 /* Copy cg's meter, taken under its lock. Returns 0 or -errno. */
 int bm_loader__read(struct bm_loader *l, const struct bm_cgroup *cg, struct bm_meter *out);
 /* Stop metering cg and forget the mms charged to it. Returns 0 or -errno. */

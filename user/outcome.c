@@ -200,6 +200,19 @@ static json_t *limits_json(const struct bm_limits *l)
 	return j;
 }
 
+/* Which mechanism held each ceiling: a controller file, or the meter. */
+static json_t *enforcement_json(const struct bm_outcome *o)
+{
+	static const char *const names[4] = { "cpu", "memory", "pids", "net" };
+	json_t *j = json_object();
+	int i;
+
+	for (i = 0; i < 4; i++)
+		if (o->ceiling_mech[i])
+			json_object_set_new(j, names[i], json_string(o->ceiling_mech[i]));
+	return j;
+}
+
 static json_t *actions_json(const struct bm_outcome *o)
 {
 	json_t *a = json_array();
@@ -253,6 +266,7 @@ json_t *bm_outcome_json(const struct bm_outcome *o)
 	json_object_set_new(root, "wall_seconds", json_real((double)o->wall_ns / 1e9));
 	json_object_set_new(root, "window_ms", json_real(o->sum ? o->sum->window_ns / 1e6 : 0));
 	json_object_set_new(root, "limits", limits_json(&o->limits));
+	json_object_set_new(root, "enforcement", enforcement_json(o));
 	summary_json(o, root);
 	json_object_set_new(root, "actions", actions_json(o));
 	json_object_set_new(root, "throttled_seconds", json_real(o->throttled_s));

@@ -63,6 +63,7 @@ struct bm_outcome {
 	bool retry_eligible;
 	uint64_t retry_after_ms;
 	char advice[256];
+	const char *ceiling_mech[4];	/* cpu, memory, pids, net: what enforced each ceiling */
 	/* meter health */
 	uint64_t stats[BM_STAT__MAX];
 	const char *net_source;

@@ -214,7 +214,9 @@ int bm_policy_step(const struct bm_policy *p, struct bm_ladder *l, const struct 
 	for (d = 0; d < BM_P__MAX; d++) {
 		const struct bm_dim_rule *r = &p->dim[d];
 		double x = s->value[d];
-		bool hard = r->hard > 0 && x >= r->hard, soft = r->soft > 0 && x >= r->soft;
+		bool hard = r->ceiling ? s->breach[d] || (r->hard > 0 && x > r->hard)
+				       : r->hard > 0 && x >= r->hard;
+		bool soft = r->soft > 0 && x >= r->soft;
 
 		if (!soft) {
 			l->above_since_ns[d] = 0;
@@ -241,8 +243,14 @@ int bm_policy_step(const struct bm_policy *p, struct bm_ladder *l, const struct 
 		bool cooled = !l->action_at_ns || now - l->action_at_ns >= p->cooldown_ms * NS_PER_MS;
 		enum bm_step to = next_step(r, l->step, trig_hard ? BM_STEP_FREEZE : BM_STEP_THROTTLE);
 
-		/* ceilings do not wait for a cool-down; everything else does */
-		if (to > l->step && (cooled || (trig_hard && r->ceiling)) && !v->n)
+		bool ceiling = trig_hard && r->ceiling;
+
+		/*
+		 * Ceilings act at once. Anything else waits for the cool-down, and
+		 * once frozen or cancelled the timers decide: a freeze gets its full
+		 * timeout to clear, a cancel its full grace.
+		 */
+		if (to > l->step && !v->n && (ceiling || (cooled && l->step < BM_STEP_FREEZE)))
 			go(l, to, trig, s->value[trig], trig_hard ? r->hard : r->soft, now, v);
 	}
 	return (int)v->n;

@@ -10,6 +10,8 @@
  * A value over a dimension's soft level for hold_ms, or any window over its
  * hard level, moves the effect one allowed step up (a hard crossing goes at
  * least to freeze), at most once per cooldown, so one burst is one action.
+ * A ceiling is breached above its level (reaching it is allowed), or when a
+ * controller enforcing it refused a fork or OOM-killed a task.
  * A freeze thaws once every dimension has been under its soft level for a
  * cooldown, and never lasts longer than freeze_timeout_ms: then it
  * escalates. A ceiling (--memory, --pids, --cpu) is a hard level whose
@@ -81,6 +83,7 @@ struct bm_ladder {
 
 struct bm_sample {
 	double value[BM_P__MAX];	/* the latest window, display units */
+	bool breach[BM_P__MAX];		/* a controller refused or killed at this ceiling */
 	bool gone;			/* the effect has no task left */
 };
 

@@ -31,6 +31,8 @@ struct bm_run_opts {
 	bool quiet;			/* no summary line */
 	bool verbose;
 	bool meter_hash;		/* testing: meters in the hash map, as on 6.1 */
+	bool no_fast_path;		/* benchmarks: ceilings without the in-kernel kill */
+	bool meter_only;		/* tests: no controllers, the meter holds every ceiling */
 	char **argv;			/* the command */
 };
 

@@ -44,7 +44,8 @@ static const char usage[] =
 
 enum {
 	OPT_ID = 256, OPT_TENANT, OPT_INTENT, OPT_CPU, OPT_MEMORY, OPT_PIDS, OPT_TIMEOUT,
-	OPT_WINDOW, OPT_POLICY, OPT_OUTCOME, OPT_JSON, OPT_HIST, OPT_METER_HASH,
+	OPT_WINDOW, OPT_POLICY, OPT_OUTCOME, OPT_JSON, OPT_HIST, OPT_METER_HASH, OPT_NO_FAST_PATH,
+	OPT_METER_ONLY,
 };
 
 static const struct option options[] = {
@@ -61,6 +62,8 @@ static const struct option options[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "hist", no_argument, NULL, OPT_HIST },
 	{ "meter-hash", no_argument, NULL, OPT_METER_HASH },
+	{ "no-fast-path", no_argument, NULL, OPT_NO_FAST_PATH },
+	{ "meter-only", no_argument, NULL, OPT_METER_ONLY },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -173,6 +176,12 @@ static int parse_one(int c, const char *arg, struct bm_run_opts *o)
 		return 0;
 	case OPT_METER_HASH:
 		o->meter_hash = true;
+		return 0;
+	case OPT_NO_FAST_PATH:
+		o->no_fast_path = true;
+		return 0;
+	case OPT_METER_ONLY:
+		o->meter_only = true;
 		return 0;
 	case 'q':
 		o->quiet = true;

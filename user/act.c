@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "act.h"
+#include "common.h"
+
+void bm_act_init(struct bm_actuator *a, struct bm_cgroup *cg, struct bm_ceilings *ceil,
+		 const struct bm_policy *pol, const struct bm_limits *lim, struct bm_outcome *out,
+		 uint64_t start_ns, uint64_t window_ns)
+{
+	memset(a, 0, sizeof(*a));
+	a->cg = cg;
+	a->ceil = ceil;
+	a->pol = pol;
+	a->lim = lim;
+	a->out = out;
+	a->start_ns = start_ns;
+	/* two windows frozen, two running: half speed, still fine-grained */
+	a->duty_ns = 2 * window_ns;
+}
+
+static void record(struct bm_actuator *a, const char *action, const struct bm_verdict_action *va,
+		   uint64_t now)
+{
+	struct bm_outcome *o = a->out;
+
+	if (o->n_actions >= BM_MAX_ACTIONS)
+		return;
+	o->actions[o->n_actions++] = (struct bm_action){
+		.at_ms = (double)(now - a->start_ns) / 1e6,
+		.action = action,
+		.reason = bm_pdim_reason(va->dim),
+		.observed = va->observed,
+		.threshold = va->threshold,
+	};
+}
+
+/* SIGTERM to every process of the effect: cgroup.procs lists them. */
+static int signal_all(struct bm_cgroup *cg, int sig)
+{
+	char buf[65536], *p, *end;
+	int n;
+
+	n = bm_read_file(cg->dirfd, "cgroup.procs", buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	for (p = buf; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (pid > 0)
+			kill((pid_t)pid, sig);
+	}
+	return 0;
+}
+
+static int set_frozen(struct bm_actuator *a, bool on)
+{
+	return bm_cgroup__freeze(a->cg, on);
+}
+
+/* Throttle through the dimension's controller if it has one, else a freeze duty cycle. */
+static int throttle(struct bm_actuator *a, const struct bm_verdict_action *va, uint64_t now)
+{
+	int err = -EOPNOTSUPP;
+
+	if (va->dim == BM_P_CPU)
+		err = bm_ceilings_cpu(a->ceil, a->lim, va->threshold);
+	else if (va->dim == BM_P_MEM)
+		err = bm_ceilings_mem_high(a->ceil, va->threshold);
+	a->duty = err == -EOPNOTSUPP;
+	if (a->duty) {
+		a->duty_frozen = false;
+		a->duty_next_ns = now;
+		err = 0;
+	}
+	a->throttled = true;
+	a->throttled_at_ns = now;
+	return err;
+}
+
+static int unthrottle(struct bm_actuator *a, uint64_t now)
+{
+	int err = 0;
+
+	if (!a->throttled)
+		return 0;
+	if (a->duty) {
+		if (a->duty_frozen && !a->frozen)
+			err = set_frozen(a, false);
+	} else {
+		bm_ceilings_cpu(a->ceil, a->lim, 0);
+		bm_ceilings_mem_high(a->ceil, 0);
+	}
+	a->throttled_ns += now - a->throttled_at_ns;
+	a->throttled = a->duty = a->duty_frozen = false;
+	return err;
+}
+
+static void end_freeze(struct bm_actuator *a, uint64_t now)
+{
+	if (!a->frozen)
+		return;
+	a->frozen_ns += now - a->frozen_at_ns;
+	a->frozen = false;
+}
+
+int bm_act_do(struct bm_actuator *a, const struct bm_verdict_action *va, const char *by,
+	      uint64_t now)
+{
+	int err = 0;
+
+	switch (va->act) {
+	case BM_ACT_THROTTLE:
+		err = throttle(a, va, now);
+		break;
+	case BM_ACT_UNTHROTTLE:
+		err = unthrottle(a, now);
+		break;
+	case BM_ACT_FREEZE:
+		err = set_frozen(a, true);
+		if (!err && !a->frozen) {
+			a->frozen = true;
+			a->frozen_at_ns = now;
+		}
+		break;
+	case BM_ACT_THAW:
+		/* a duty cycle in its frozen half stays frozen until its next toggle */
+		if (!(a->duty && a->duty_frozen))
+			err = set_frozen(a, false);
+		end_freeze(a, now);
+		break;
+	case BM_ACT_CANCEL:
+		err = signal_all(a->cg, SIGTERM);
+		a->ended = true;
+		a->cause = va->dim;
+		a->by = by;
+		break;
+	case BM_ACT_KILL:
+		err = bm_cgroup__kill(a->cg);
+		a->ended = true;
+		a->cause = va->dim;
+		a->by = by;
+		break;
+	default:
+		return -EINVAL;
+	}
+	record(a, bm_act_name(va->act), va, now);
+	return err;
+}
+
+uint64_t bm_act_tick(struct bm_actuator *a, uint64_t now)
+{
+	if (!a->duty || a->ended)
+		return UINT64_MAX;
+	if (now >= a->duty_next_ns) {
+		a->duty_frozen = !a->duty_frozen;
+		/* a FREEZE step overrides the duty cycle's running half */
+		if (!a->frozen)
+			set_frozen(a, a->duty_frozen);
+		a->duty_next_ns = now + a->duty_ns;
+	}
+	return a->duty_next_ns;
+}
+
+void bm_act_finish(struct bm_actuator *a, uint64_t now)
+{
+	if (a->frozen || (a->duty && a->duty_frozen))
+		set_frozen(a, false);
+	end_freeze(a, now);
+	unthrottle(a, now);
+	a->out->frozen_s = a->frozen_ns / 1e9;
+	a->out->throttled_s = a->throttled_ns / 1e9;
+}
