@@ -278,7 +278,8 @@ uint64_t bm_policy_next_deadline(const struct bm_policy *p, const struct bm_ladd
 	default:
 		break;
 	}
-	for (d = 0; d < BM_P__MAX; d++) {
+	/* holds matter only while a soft level can still move the ladder */
+	for (d = 0; d < BM_P__MAX && l->step < BM_STEP_FREEZE; d++) {
 		if (!l->above_since_ns[d] || !p->dim[d].steps)
 			continue;
 		c = l->above_since_ns[d] + p->dim[d].hold_ms * NS_PER_MS;

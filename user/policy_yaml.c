@@ -341,6 +341,7 @@ int bm_policy_load(const char *text, size_t len, const char *name, const char *t
 	const char *path[8] = { 0 };
 	struct y_policy *y = NULL;
 	char idx[16];
+	bool matched = false;
 	unsigned int i;
 	cyaml_err_t cerr;
 	int ret = 0;
@@ -372,14 +373,13 @@ int bm_policy_load(const char *text, size_t len, const char *name, const char *t
 	/* every rule is checked; the first that matches is applied over the defaults */
 	for (i = 0; !ret && i < y->rules_count; i++) {
 		struct bm_policy scratch = *out;
-		bool match = rule_matches(y->rules[i].match, tenant, tool);
+		bool match = !matched && rule_matches(y->rules[i].match, tenant, tool);
 
 		snprintf(idx, sizeof(idx), "#%u", i);
 		path[0] = "rules";
 		path[1] = idx;
 		ret = apply_dims(&ld, &y->rules[i].d, match ? out : &scratch, path, 2);
-		if (match)
-			tenant = "\x01";	/* later rules no longer match */
+		matched |= match;
 	}
 	cyaml_free(&cfg, &policy_schema, y, 0);
 	return ret;
