@@ -24,7 +24,7 @@
 #define BM_RING 16
 /* A CPU interval is split over at most this many windows; older parts are late. */
 #define BM_SPLIT 8
-/* log2 buckets: [0] holds 0, [k] holds [2^(k-1), 2^k); values saturate at 2^62. */
+/* log2 buckets: [0] holds 0, [k] holds [2^(k-1), 2^k); values from 2^62 up go to [62]. */
 #define BM_HIST_BUCKETS 64
 #define BM_WINDOW_NS_DEFAULT 10000000ULL
 #define BM_WINDOW_NS_MIN 1000000ULL

@@ -108,12 +108,17 @@ int bm_cgroup_env_detect(const char *mountinfo, const char *self_cgroup, struct 
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
+		char *c1, *c2;
+
+		/* "ID:CONTROLLERS:PATH"; the path is the rest of the line, spaces and all */
 		line[strcspn(line, "\n")] = '\0';
-		ctrls[0] = '\0';
-		if (sscanf(line, "%*u:%511[^:]:%4095s", ctrls, path) != 2 &&
-		    sscanf(line, "%*u::%4095s", path) != 1)
+		c1 = strchr(line, ':');
+		c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2 || c2[1] != '/' || c1 == line || strspn(line, "0123456789") != (size_t)(c1 - line))
 			continue;
-		if (!ctrls[0] || line[strcspn(line, ":") + 1] == ':') {
+		snprintf(ctrls, sizeof(ctrls), "%.*s", (int)(c2 - c1 - 1), c1 + 1);
+		snprintf(path, sizeof(path), "%s", c2 + 1);
+		if (!ctrls[0]) {
 			err = strip_root(v2_root, path, env->v2_self, sizeof(env->v2_self));
 			have_v2 = !err;
 			continue;

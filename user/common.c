@@ -39,7 +39,7 @@ static void json_escape_to(FILE *f, const char *s)
 static void vlog(enum bm_log_level level, const char *fmt, va_list ap)
 {
 	char msg[1024];
-	size_t n;
+	size_t n, i;
 
 	if (level > log_level)
 		return;
@@ -47,6 +47,10 @@ static void vlog(enum bm_log_level level, const char *fmt, va_list ap)
 	n = strlen(msg);
 	while (n && msg[n - 1] == '\n')
 		msg[--n] = '\0';
+	/* one message, one line: a value echoed back cannot forge a second one */
+	for (i = 0; i < n; i++)
+		if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f)
+			msg[i] = '?';
 	if (log_json && level == BM_LOG_ERROR) {
 		fputs("{\"error\": \"", stderr);
 		json_escape_to(stderr, msg);

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -209,7 +210,8 @@ int bm_run_parse_args(int argc, char **argv, struct bm_run_opts *o)
 			return 0;
 		}
 		if (c == '?' || c == ':') {
-			if (optopt)
+			/* getopt_long sets optopt to a long option's code (>= 256), not a letter */
+			if (optopt > 0 && optopt < 128 && isalnum(optopt))
 				bm_err("unknown or incomplete option '-%c' (see 'burstmeter run --help')", optopt);
 			else
 				bm_err("unknown or incomplete option '%s' (see 'burstmeter run --help')", argv[optind - 1]);

@@ -21,7 +21,8 @@ static const char *const dim_short[BM_DIM__MAX] = {
 
 unsigned int bm_window_bucket(uint64_t v)
 {
-	v &= (1ULL << 62) - 1;
+	if (v >= 1ULL << 62)
+		return 62;
 	return v ? 64 - __builtin_clzll(v) : 0;
 }
 

@@ -9,13 +9,15 @@
 
 /*
  * Bit length of v (0 for 0, k for [2^(k-1), 2^k)), without branches, so
- * that each call adds no paths for the verifier. (x - v) >> 63 is 1 exactly
- * when v > x, for v < 2^62.
+ * that each call adds no paths for the verifier. Values from 2^62 up
+ * saturate into the top bucket (62); below that, (x - v) >> 63 is 1 exactly
+ * when v > x.
  */
 static inline __attribute__((always_inline)) __u32 bm_bucket(__u64 v)
 {
 	__u64 r, s, nz;
 
+	v |= 0 - ((0 - (v >> 62)) >> 63);	/* all ones from 2^62 up */
 	v &= (1ULL << 62) - 1;
 	nz = (0 - v) >> 63;
 	v |= 1;

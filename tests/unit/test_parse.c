@@ -30,6 +30,7 @@ struct ok_case {
 
 /* Sentinel written before each call: a parser must overwrite it on success. */
 #define UNSET 0xdeadbeefdeadbeefULL
+#define N(a) (sizeof(a) / sizeof((a)[0]))
 
 static void check_ok(const char *what, parse_fn fn, const struct ok_case *c, size_t n)
 {
@@ -40,8 +41,8 @@ static void check_ok(const char *what, parse_fn fn, const struct ok_case *c, siz
 		int err = fn(c[i].in, 0, UINT64_MAX, &v);
 
 		if (err || v != c[i].want)
-			fail_msg("%s(\"%s\"): err %d value %llu, want 0 and %llu", what, c[i].in, err,
-				 (unsigned long long)v, (unsigned long long)c[i].want);
+			fail_msg("%s(\"%s\"): err %d value %llu, want 0 and %llu", what, c[i].in,
+				 err, (unsigned long long)v, (unsigned long long)c[i].want);
 	}
 }
 
@@ -54,8 +55,8 @@ static void check_err(const char *what, parse_fn fn, const char *const *in, size
 		int err = fn(in[i], 0, UINT64_MAX, &v);
 
 		if (err != want)
-			fail_msg("%s(\"%s\"): err %d (value %llu), want %d", what, in[i] ? in[i] : "(null)",
-				 err, (unsigned long long)v, want);
+			fail_msg("%s(\"%s\"): err %d (value %llu), want %d", what,
+				 in[i] ? in[i] : "(null)", err, (unsigned long long)v, want);
 	}
 }
 
@@ -65,7 +66,7 @@ static const char *const malformed[] = {
 	"1\n", "١", "1..5", "1.5.5", "--1",
 };
 
-static void test_u64_accepts_plain_decimal(void **state)
+static void test_parse_u64_accepts_plain_decimal(void **state)
 {
 	static const struct ok_case c[] = {
 		{ "0", 0 }, { "1", 1 }, { "42", 42 },
@@ -74,30 +75,30 @@ static void test_u64_accepts_plain_decimal(void **state)
 		{ "18446744073709551615", UINT64_MAX },
 	};
 
-	check_ok("bm_parse_u64", bm_parse_u64, c, sizeof(c) / sizeof(c[0]));
+	check_ok("bm_parse_u64", bm_parse_u64, c, N(c));
 }
 
-static void test_u64_rejects_malformed(void **state)
+static void test_parse_u64_rejects_malformed(void **state)
 {
 	/* an integer parser has no use for a fraction, even one of zero */
 	static const char *const extra[] = { "1.0", "1.5", "1K", "1k", "1s" };
 
-	check_err("bm_parse_u64", bm_parse_u64, malformed, sizeof(malformed) / sizeof(malformed[0]),
+	check_err("bm_parse_u64", bm_parse_u64, malformed, N(malformed),
 		  -EINVAL);
-	check_err("bm_parse_u64", bm_parse_u64, extra, sizeof(extra) / sizeof(extra[0]), -EINVAL);
+	check_err("bm_parse_u64", bm_parse_u64, extra, N(extra), -EINVAL);
 }
 
-static void test_u64_overflow_is_erange(void **state)
+static void test_parse_u64_overflow_is_erange(void **state)
 {
 	static const char *const in[] = {
 		"18446744073709551616", "18446744073709551620", "99999999999999999999",
 		"100000000000000000000000000000",
 	};
 
-	check_err("bm_parse_u64", bm_parse_u64, in, sizeof(in) / sizeof(in[0]), -ERANGE);
+	check_err("bm_parse_u64", bm_parse_u64, in, N(in), -ERANGE);
 }
 
-static void test_u64_range_is_inclusive(void **state)
+static void test_parse_u64_range_is_inclusive(void **state)
 {
 	uint64_t v = UNSET;
 
@@ -112,13 +113,14 @@ static void test_u64_range_is_inclusive(void **state)
 	assert_int_equal(bm_parse_u64("8", 7, 7, &v), -ERANGE);
 }
 
-static void test_size_accepts_every_unit(void **state)
+static void test_parse_size_accepts_every_unit(void **state)
 {
 	static const struct ok_case c[] = {
 		{ "0", 0 }, { "4096", 4096 }, { "4096B", 4096 },
 		{ "1K", KIB }, { "1k", KIB }, { "1Ki", KIB }, { "1KB", KIB }, { "1KiB", KIB },
 		{ "512K", 512 * KIB },
-		{ "1M", MIB }, { "1Mi", MIB }, { "1MB", MIB }, { "1MiB", MIB }, { "512M", 512 * MIB },
+		{ "1M", MIB }, { "1Mi", MIB }, { "1MB", MIB }, { "1MiB", MIB },
+		{ "512M", 512 * MIB },
 		{ "2G", 2 * GIB }, { "1Gi", GIB }, { "1GB", GIB }, { "1GiB", GIB },
 		{ "1T", TIB }, { "1Ti", TIB }, { "1TB", TIB }, { "1TiB", TIB }, { "64T", 64 * TIB },
 		/* powers of 1024 as cgroupfs and Kubernetes' binary suffixes read them */
@@ -129,31 +131,31 @@ static void test_size_accepts_every_unit(void **state)
 		{ "16777215T", (16777216ULL - 1) * TIB },
 	};
 
-	check_ok("bm_parse_size", bm_parse_size, c, sizeof(c) / sizeof(c[0]));
+	check_ok("bm_parse_size", bm_parse_size, c, N(c));
 }
 
-static void test_size_rejects_malformed(void **state)
+static void test_parse_size_rejects_malformed(void **state)
 {
 	static const char *const extra[] = {
 		"K", "1P", "1Pi", "1KK", "1 K", "1iK", "1Kib", "1KIB", "1b", "G1", "1.K", "1E",
 	};
 
-	check_err("bm_parse_size", bm_parse_size, malformed, sizeof(malformed) / sizeof(malformed[0]),
+	check_err("bm_parse_size", bm_parse_size, malformed, N(malformed),
 		  -EINVAL);
-	check_err("bm_parse_size", bm_parse_size, extra, sizeof(extra) / sizeof(extra[0]), -EINVAL);
+	check_err("bm_parse_size", bm_parse_size, extra, N(extra), -EINVAL);
 }
 
-static void test_size_overflow_is_erange(void **state)
+static void test_parse_size_overflow_is_erange(void **state)
 {
 	static const char *const in[] = {
 		"18446744073709551616", "99999999999T", "16777216T", "17179869184G",
 		"18014398509481984K",
 	};
 
-	check_err("bm_parse_size", bm_parse_size, in, sizeof(in) / sizeof(in[0]), -ERANGE);
+	check_err("bm_parse_size", bm_parse_size, in, N(in), -ERANGE);
 }
 
-static void test_size_range_applies_after_the_unit(void **state)
+static void test_parse_size_range_applies_after_the_unit(void **state)
 {
 	uint64_t v = UNSET;
 
@@ -168,7 +170,7 @@ static void test_size_range_applies_after_the_unit(void **state)
 	assert_int_equal(bm_parse_size("0", MIB, 64 * TIB, &v), -ERANGE);
 }
 
-static void test_duration_accepts_every_unit(void **state)
+static void test_parse_duration_accepts_every_unit(void **state)
 {
 	static const struct ok_case c[] = {
 		{ "0", 0 }, { "2", 2 * NS_PER_S }, { "2s", 2 * NS_PER_S },
@@ -176,40 +178,40 @@ static void test_duration_accepts_every_unit(void **state)
 		{ "250ms", 250000000ULL }, { "0.5ms", 500000ULL }, { "10us", 10000ULL },
 		{ "1m", 60 * NS_PER_S }, { "10m", 600 * NS_PER_S }, { "1.5m", 90 * NS_PER_S },
 		{ "1h", 3600 * NS_PER_S }, { "0.5h", 1800 * NS_PER_S },
-		{ "604800", 604800 * NS_PER_S },
+		{ "604800", 604800 * NS_PER_S }, { "307445734m", 307445734ULL * 60 * NS_PER_S },
 		/* nine fraction digits are nanoseconds; a tenth is below resolution */
 		{ "0.000000001", 1 }, { "0.0000000019", 1 },
 		/* exactly UINT64_MAX ns, spelled in seconds */
 		{ "18446744073.709551615", UINT64_MAX },
 	};
 
-	check_ok("bm_parse_duration_ns", bm_parse_duration_ns, c, sizeof(c) / sizeof(c[0]));
+	check_ok("bm_parse_duration_ns", bm_parse_duration_ns, c, N(c));
 }
 
-static void test_duration_rejects_malformed(void **state)
+static void test_parse_duration_rejects_malformed(void **state)
 {
 	static const char *const extra[] = {
 		"s", "ms", "8d", "1w", "1S", "1MS", "1 s", "1sec", "1ms5", "1.s", "1e3s", "1y",
 	};
 
 	check_err("bm_parse_duration_ns", bm_parse_duration_ns, malformed,
-		  sizeof(malformed) / sizeof(malformed[0]), -EINVAL);
+		  N(malformed), -EINVAL);
 	check_err("bm_parse_duration_ns", bm_parse_duration_ns, extra,
-		  sizeof(extra) / sizeof(extra[0]), -EINVAL);
+		  N(extra), -EINVAL);
 }
 
-static void test_duration_overflow_is_erange(void **state)
+static void test_parse_duration_overflow_is_erange(void **state)
 {
 	static const char *const in[] = {
-		"99999999999h", "18446744074", "18446744073.709551616", "307445734561m",
+		"99999999999h", "18446744074", "18446744073.709551616", "307445735m",
 		"18446744073709551616ms",
 	};
 
-	check_err("bm_parse_duration_ns", bm_parse_duration_ns, in, sizeof(in) / sizeof(in[0]),
+	check_err("bm_parse_duration_ns", bm_parse_duration_ns, in, N(in),
 		  -ERANGE);
 }
 
-static void test_duration_range(void **state)
+static void test_parse_duration_range(void **state)
 {
 	uint64_t v = UNSET, max = 7 * 86400 * NS_PER_S;
 
@@ -223,7 +225,7 @@ static void test_duration_range(void **state)
 	assert_int_equal(bm_parse_duration_ns("604801", NS_PER_MS, max, &v), -ERANGE);
 }
 
-static void test_cores_decimal_and_millicores(void **state)
+static void test_parse_cores_decimal_and_millicores(void **state)
 {
 	static const struct ok_case c[] = {
 		{ "0", 0 }, { "0.5", 500 }, { "2", 2000 }, { "1.25", 1250 }, { "0.001", 1 },
@@ -232,19 +234,19 @@ static void test_cores_decimal_and_millicores(void **state)
 		{ "0.0009", 0 },
 	};
 
-	check_ok("bm_parse_cores", bm_parse_cores, c, sizeof(c) / sizeof(c[0]));
+	check_ok("bm_parse_cores", bm_parse_cores, c, N(c));
 }
 
-static void test_cores_rejects_malformed(void **state)
+static void test_parse_cores_rejects_malformed(void **state)
 {
 	static const char *const extra[] = { "m", "1M", "1k", "1 m", "1mm", "2c", "1.5 ", "1u" };
 
-	check_err("bm_parse_cores", bm_parse_cores, malformed, sizeof(malformed) / sizeof(malformed[0]),
+	check_err("bm_parse_cores", bm_parse_cores, malformed, N(malformed),
 		  -EINVAL);
-	check_err("bm_parse_cores", bm_parse_cores, extra, sizeof(extra) / sizeof(extra[0]), -EINVAL);
+	check_err("bm_parse_cores", bm_parse_cores, extra, N(extra), -EINVAL);
 }
 
-static void test_cores_range_and_overflow(void **state)
+static void test_parse_cores_range_and_overflow(void **state)
 {
 	uint64_t v = UNSET;
 
@@ -271,7 +273,7 @@ static void test_valid_name_accepts(void **state)
 	char max[BM_NAME_MAX + 1];
 	size_t i;
 
-	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+	for (i = 0; i < N(ok); i++)
 		if (!bm_valid_name(ok[i]))
 			fail_msg("bm_valid_name(\"%s\") is false, want true", ok[i]);
 	memset(max, 'n', BM_NAME_MAX);
@@ -291,7 +293,7 @@ static void test_valid_name_rejects(void **state)
 	size_t i;
 
 	assert_false(bm_valid_name(NULL));
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+	for (i = 0; i < N(bad); i++)
 		if (bm_valid_name(bad[i]))
 			fail_msg("bm_valid_name(\"%s\") is true, want false", bad[i]);
 	memset(long_name, 'n', BM_NAME_MAX + 1);
@@ -302,21 +304,21 @@ static void test_valid_name_rejects(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_u64_accepts_plain_decimal),
-		cmocka_unit_test(test_u64_rejects_malformed),
-		cmocka_unit_test(test_u64_overflow_is_erange),
-		cmocka_unit_test(test_u64_range_is_inclusive),
-		cmocka_unit_test(test_size_accepts_every_unit),
-		cmocka_unit_test(test_size_rejects_malformed),
-		cmocka_unit_test(test_size_overflow_is_erange),
-		cmocka_unit_test(test_size_range_applies_after_the_unit),
-		cmocka_unit_test(test_duration_accepts_every_unit),
-		cmocka_unit_test(test_duration_rejects_malformed),
-		cmocka_unit_test(test_duration_overflow_is_erange),
-		cmocka_unit_test(test_duration_range),
-		cmocka_unit_test(test_cores_decimal_and_millicores),
-		cmocka_unit_test(test_cores_rejects_malformed),
-		cmocka_unit_test(test_cores_range_and_overflow),
+		cmocka_unit_test(test_parse_u64_accepts_plain_decimal),
+		cmocka_unit_test(test_parse_u64_rejects_malformed),
+		cmocka_unit_test(test_parse_u64_overflow_is_erange),
+		cmocka_unit_test(test_parse_u64_range_is_inclusive),
+		cmocka_unit_test(test_parse_size_accepts_every_unit),
+		cmocka_unit_test(test_parse_size_rejects_malformed),
+		cmocka_unit_test(test_parse_size_overflow_is_erange),
+		cmocka_unit_test(test_parse_size_range_applies_after_the_unit),
+		cmocka_unit_test(test_parse_duration_accepts_every_unit),
+		cmocka_unit_test(test_parse_duration_rejects_malformed),
+		cmocka_unit_test(test_parse_duration_overflow_is_erange),
+		cmocka_unit_test(test_parse_duration_range),
+		cmocka_unit_test(test_parse_cores_decimal_and_millicores),
+		cmocka_unit_test(test_parse_cores_rejects_malformed),
+		cmocka_unit_test(test_parse_cores_range_and_overflow),
 		cmocka_unit_test(test_valid_name_accepts),
 		cmocka_unit_test(test_valid_name_rejects),
 	};

@@ -49,17 +49,19 @@ for f in "$O"/workloads/* "$O"/tests/integration/test_*; do
 	esac
 done
 install -m 755 "$here/vm-tests.sh" "$payload/vm-tests.sh"
-# The guest kills a test that would outlast the VM, so the others still report:
-# it gets VM_TIMEOUT less the boot (about 2 s of uptime) and a margin.
+# The guest kills a test that would outlast the VM, so the others still report. Its
+# budget: VM_TIMEOUT less a margin for boot and poweroff, as seconds of guest uptime
+# and as a host epoch deadline from now (which also covers vm.sh's setup and the boot).
 vm_timeout=${VM_TIMEOUT:-170}
-echo $((vm_timeout > 40 ? vm_timeout - 15 : vm_timeout / 2)) >"$payload/vm-budget"
+margin=$((vm_timeout > 60 ? 12 : vm_timeout / 5))
+echo "$((vm_timeout - margin)) $(($(date +%s) + vm_timeout - margin))" >"$payload/vm-budget"
 
 # Run it; the terminal gets everything but the long -v log, which goes to a file.
 log=$vm/run.log
 t0=$(date +%s)
 set +e
 "$here/vm.sh" "$O" "$payload" 2>&1 | tee "$log" |
-	awk '{ sub(/\r$/, ""); gsub(/\033(\[[0-9;?]*[A-Za-z]|c)/, "") } /BM_VM_LOG_BEGIN/ { hide = 1 } !hide { print; fflush() } /BM_VM_LOG_END/ { hide = 0 }'
+	awk '{ sub(/\r$/, ""); gsub(/\033(\[[0-9;?]*[A-Za-z]|c)/, "") } /BM_VM_LOG_BEGIN/ { hide = 1 } !hide || /vm\.sh: / { print; fflush() } /BM_VM_LOG_END/ { hide = 0 }'
 rc=${PIPESTATUS[0]}
 set -e
 secs=$(($(date +%s) - t0))
@@ -73,7 +75,8 @@ ctrls=$(field BM_VM_CGROUP_CONTROLLERS)
 [ -n "$ctrls" ] || ctrls=$(field BM_VM_CONTROLLERS)
 counts=$(sed -n 's/.*BM_VM_SUMMARY passed=\([0-9]*\) failed=\([0-9]*\) skipped=\([0-9]*\).*/\1 \2 \3/p' <<<"$clean" | tail -n1)
 failures=$(sed -n 's/.*BM_VM_FAILED //p' <<<"$clean" | paste -sd, - | sed 's/,/, /g')
-where="on ${kernel:-?} (cgroup v2: ${ctrls:-?}) in ${secs} s"
+where="in ${secs} s"
+[ -z "$kernel" ] || where="on $kernel (cgroup v2: ${ctrls:-none}) $where"
 
 if [ -n "$counts" ]; then
 	read -r p f s <<<"$counts"
@@ -83,9 +86,9 @@ if [ -n "$counts" ]; then
 	ok=$([ "$rc" = 0 ] && [ "$f" = 0 ] && echo yes || echo no)
 else
 	# No summary from the guest: vm.sh says why (timeout, panic, boot failure).
-	reason=$(sed -n 's/^vm\.sh: //p' <<<"$clean" | tail -n1)
+	reason=$(sed -n 's/.*vm\.sh: //; T; s/; see .*//; p' <<<"$clean" | tail -n1)
 	last=$(sed -n 's/^# \(test_[A-Za-z0-9_]*\), limit.*/\1/p; s/^# smoke: burstmeter run.*/smoke/p' <<<"$clean" | tail -n1)
-	line="VM failed: ${reason:-no BM_VM_SUMMARY (exit $rc)}${last:+; last started: $last} $where"
+	line="VM failed (${reason:-no BM_VM_SUMMARY, vm.sh exited $rc}) $where${last:+; last started: $last}"
 	[ -z "$failures" ] || line+="; failed before that: $failures"
 	line+="; see $vm/console.log"
 	ok=no
