@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What every integration test binary shares: the root/BTF gate (STYLE.md
+ * section 8), where the workloads are, and range assertions that print the
+ * value that failed. Included once per test binary, after <cmocka.h>.
+ */
+#ifndef BM_INTEG_H
+#define BM_INTEG_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* cmocka's TAP output passes lines starting with '#' through as comments. */
+#define integ_note(fmt, ...) print_message("# " fmt "\n", ##__VA_ARGS__)
+
+/* Floating-point range check that says what it got; cmocka 1.1.5 has none. */
+#define assert_between(v, lo, hi)                                                          \
+	do {                                                                                \
+		double v_ = (v), lo_ = (lo), hi_ = (hi);                                    \
+		if (!(v_ >= lo_ && v_ <= hi_))                                              \
+			fail_msg("%s = %.9g, expected within [%.9g, %.9g]", #v, v_, lo_, hi_); \
+	} while (0)
+
+/*
+ * Integration tests need root and kernel BTF. Outside CI a missing one is a
+ * skip (exit 77, saying why); under CI=true it is a failure, because CI
+ * runs as root on a kernel with BTF and a silent skip would hide a broken
+ * runner. Returns 0 to go on, else the exit status for main().
+ */
+static inline int integ_gate(const char *prog)
+{
+	const char *why = NULL;
+
+	if (geteuid() != 0)
+		why = "not root";
+	else if (access("/sys/kernel/btf/vmlinux", R_OK))
+		why = "no /sys/kernel/btf/vmlinux (kernel without BTF)";
+	if (!why)
+		return 0;
+	if (getenv("CI") && !strcmp(getenv("CI"), "true")) {
+		fprintf(stderr, "%s: %s, and CI=true: every integration test must run\n", prog, why);
+		return 1;
+	}
+	printf("# %s: skipped: %s\n", prog, why);
+	return 77;
+}
+
+/*
+ * Run at nice -20, and so does everything we start. The CPU truths ("a
+ * spinning thread holds a whole core for a window") hold only when nothing
+ * else takes that core; on a shared machine (a compiler, a qemu guest) a
+ * nice-0 neighbour then gets ~1 % of it instead of half. With autogroup
+ * scheduling, nice only ranks tasks within one session's group and every
+ * session's group weighs the same, so we start our own session (when we
+ * are not a process group leader, as under tests/run.sh) and raise its
+ * group too. This changes which task runs, never what the meter sees of it.
+ */
+static inline void integ_favour(const char *prog)
+{
+	int fd;
+
+	if (setsid() >= 0) {
+		fd = open("/proc/self/autogroup", O_WRONLY | O_CLOEXEC);
+		if (fd >= 0 && write(fd, "-20", 3) != 3)
+			printf("# %s: cannot raise our autogroup (%s)\n", prog, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	} else {
+		printf("# %s: no session of our own (%s): other sessions share the CPUs equally\n",
+		       prog, strerror(errno));
+	}
+	if (setpriority(PRIO_PROCESS, 0, -20))
+		printf("# %s: cannot raise priority (%s): CPU peaks may suffer from other load\n",
+		       prog, strerror(errno));
+}
+
+/*
+ * Leave out the tests that $BM_TEST_FILTER names (space-separated names or
+ * globs): the VM harness (tests/vm/vm-tests.sh) uses it for the ground
+ * truths that emulation cannot keep. cmocka 1.1.5 takes one pattern only,
+ * so the array is compacted here. Returns how many tests are left.
+ */
+static inline size_t integ_filter(struct CMUnitTest *tests, size_t n)
+{
+	const char *filter = getenv("BM_TEST_FILTER");
+	char pat[256];
+	size_t i, kept = 0;
+
+	for (i = 0; i < n; i++) {
+		const char *p = filter;
+		bool out = false;
+		int len;
+
+		while (p && *p && !out) {
+			p += strspn(p, " \t");
+			len = (int)strcspn(p, " \t");
+			snprintf(pat, sizeof(pat), "%.*s", len, p);
+			out = len && !fnmatch(pat, tests[i].name, 0);
+			p += len;
+		}
+		if (out)
+			printf("# left out by BM_TEST_FILTER: %s\n", tests[i].name);
+		else
+			tests[kept++] = tests[i];
+	}
+	return kept;
+}
+
+/* Path of workload name: $BM_WORKLOADS (default build/workloads) + name, into buf. */
+static inline const char *integ_workload(char *buf, size_t len, const char *name)
+{
+	const char *dir = getenv("BM_WORKLOADS");
+
+	snprintf(buf, len, "%s/%s", dir && *dir ? dir : "build/workloads", name);
+	return buf;
+}
+
+#endif /* BM_INTEG_H */

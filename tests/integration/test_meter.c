@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * bpf/meter.bpf.c through the library, without the command: load and
+ * attach, register one cgroup, start a workload of known CPU in it and in
+ * an unregistered sibling, then hold the meter and the ring buffer against
+ * the truth. Both meter maps (cgroup storage, and the hash used on kernels
+ * without it) are tested. Every cgroup made here is removed, failure or not.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/wait.h>
+
+#include "cgroup.h"
+#include "common.h"
+#include "effect.h"
+#include "loader.h"
+#include "window.h"
+
+#include "integ.h"
+
+#define MS BM_NSEC_PER_MSEC
+#define MAX_EVENTS 1024
+/* Crossing threshold: half a core in a 10 ms window; a spinning thread is at one core. */
+#define CPU_THRESH_NS (5 * MS)
+#define ATTEMPTS 3
+
+struct mfx {
+	struct bm_loader *l;
+	struct bm_cgroup *a;	/* registered with the meter */
+	struct bm_cgroup *b;	/* its sibling, never registered */
+	struct bm_event ev[MAX_EVENTS];
+	unsigned int n_ev, dropped_here;
+	pid_t pid_a, pid_b;
+};
+
+static char parent[PATH_MAX];
+
+static void on_event(const struct bm_event *e, void *ctx)
+{
+	struct mfx *f = ctx;
+
+	if (f->n_ev < MAX_EVENTS)
+		f->ev[f->n_ev++] = *e;
+	else
+		f->dropped_here++;
+}
+
+static struct bm_cgroup *make_cgroup(const char *suffix)
+{
+	char name[64];
+	struct bm_cgroup *cg;
+
+	snprintf(name, sizeof(name), "bmtest.%d.%s", (int)getpid(), suffix);
+	cg = bm_cgroup__create(parent, name);
+	if (!cg)
+		fail_msg("cannot create cgroup %s/%s: %s", parent, name, strerror(errno));
+	return cg;
+}
+
+/* Kill what is left, wait until empty, remove and free. NULL-safe. */
+static void drop_cgroup(struct bm_cgroup *cg)
+{
+	int err;
+
+	if (!cg)
+		return;
+	if (bm_cgroup__populated(cg) > 0 && !bm_cgroup__kill(cg))
+		bm_cgroup__wait_empty(cg, 2000);
+	err = bm_cgroup__remove(cg);
+	if (err)
+		print_error("cannot remove %s: %s\n", cg->path, strerror(-err));
+	bm_cgroup__free(cg);
+}
+
+static void reap(pid_t *pid)
+{
+	if (*pid > 0) {
+		kill(*pid, SIGKILL);	/* only ever a pid we started */
+		waitpid(*pid, NULL, 0);
+	}
+	*pid = 0;
+}
+
+static int teardown(void **state)
+{
+	struct mfx *f = *state;
+
+	if (!f)
+		return 0;
+	reap(&f->pid_a);
+	reap(&f->pid_b);
+	if (f->l && f->a)
+		bm_loader__del(f->l, f->a);
+	drop_cgroup(f->a);
+	drop_cgroup(f->b);
+	bm_loader__free(f->l);
+	free(f);
+	*state = NULL;
+	return 0;
+}
+
+static struct mfx *open_meter(void **state, bool force_hash)
+{
+	struct mfx *f = calloc(1, sizeof(*f));
+	struct bm_loader_opts lo = { .force_hash = force_hash, .on_event = on_event };
+
+	assert_non_null(f);
+	*state = f;
+	lo.ctx = f;
+	f->l = bm_loader__open(&lo);
+	if (!f->l)
+		fail_msg("bm_loader__open(force_hash=%d): %s", force_hash, strerror(errno));
+	return f;
+}
+
+/* The verifier takes every program, they attach, and the probes chose something sane. */
+static void test_meter_loads(void **state)
+{
+	const struct bm_features *ft;
+	struct mfx *f = open_meter(state, false);
+	uint64_t stats[BM_STAT__MAX];
+
+	ft = bm_loader__features(f->l);
+	integ_note("features: cgrp_storage=%d tick=%d reclaim=%d net=%s", ft->cgrp_storage,
+		   ft->tick, ft->reclaim, ft->net);
+	assert_non_null(ft->net);
+	assert_true(!strcmp(ft->net, "sock_send_length") || !strcmp(ft->net, "fexit") ||
+		    !strcmp(ft->net, "none"));
+	assert_int_equal(bm_loader__stats(f->l, stats), 0);
+	assert_true(bm_loader__event_fd(f->l) >= 0);
+	teardown(state);
+
+	/* forcing the hash map must work on every kernel, and be reported */
+	f = open_meter(state, true);
+	assert_false(bm_loader__features(f->l)->cgrp_storage);
+}
+
+/* Start bm-spike 40 40 1 (one 40 ms spin, then exit) inside cg. */
+static pid_t spawn_spike(struct bm_cgroup *cg)
+{
+	char path[PATH_MAX];
+	char *argv[] = { (char *)integ_workload(path, sizeof(path), "bm-spike"), "40", "40", "1", NULL };
+	struct bm_child child;
+	int err;
+
+	err = bm_effect_spawn(cg->dirfd, NULL, 0, argv, &child);
+	if (err)
+		fail_msg("cannot start %s in %s: %s", path, cg->path, strerror(err < 0 ? -err : err));
+	close(child.pidfd);
+	return child.pid;
+}
+
+/*
+ * Wait for pid to exit, draining the ring buffer meanwhile, but leave it a
+ * zombie (WNOWAIT): a task is freed only after it is reaped.
+ */
+static void wait_exit(struct mfx *f, pid_t pid)
+{
+	uint64_t deadline = bm_now_ns() + 10000 * MS;
+	siginfo_t si;
+
+	for (;;) {
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT))
+			fail_msg("waitid %d: %s", (int)pid, strerror(errno));
+		if (si.si_pid == pid)
+			break;
+		if (bm_now_ns() > deadline)
+			fail_msg("workload %d did not exit", (int)pid);
+		bm_loader__poll(f->l, 10);
+	}
+	if (si.si_code != CLD_EXITED || si.si_status != 0)
+		fail_msg("workload %d ended with code %d status %d", (int)pid, si.si_code, si.si_status);
+}
+
+static void reap_exited(pid_t *pid)
+{
+	assert_int_equal(waitpid(*pid, NULL, 0), *pid);
+	*pid = 0;
+}
+
+static unsigned int count_events(const struct mfx *f, uint64_t cgid, uint32_t type)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < f->n_ev; i++)
+		n += f->ev[i].cgid == cgid && f->ev[i].type == type;
+	return n;
+}
+
+/*
+ * The spike in b (never registered), then in a (registered, CPU threshold
+ * 5 ms), each to its end; then wait for a's drained record.
+ */
+static void drive(struct mfx *f)
+{
+	uint64_t thresh[BM_DIM__MAX] = { [BM_DIM_CPU] = CPU_THRESH_NS };
+	uint64_t deadline;
+
+	f->a = make_cgroup("a");
+	f->b = make_cgroup("b");
+	assert_int_equal(bm_loader__add(f->l, f->a, 10 * MS, bm_now_ns(), thresh), 0);
+	/*
+	 * The sibling first, while a is registered: anything of b charged to a
+	 * would show in a's totals. One after the other, so that neither spin
+	 * takes a CPU from the other.
+	 */
+	f->pid_b = spawn_spike(f->b);
+	wait_exit(f, f->pid_b);
+	reap_exited(&f->pid_b);
+	f->pid_a = spawn_spike(f->a);
+	wait_exit(f, f->pid_a);
+	/* a zombie is not freed: the meter must not say drained before we reap it */
+	deadline = bm_now_ns() + 50 * MS;
+	while (bm_now_ns() < deadline)
+		bm_loader__poll(f->l, 10);
+	assert_int_equal(count_events(f, f->a->id, BM_EV_DRAINED), 0);
+	reap_exited(&f->pid_a);
+	deadline = bm_now_ns() + 3000 * MS;
+	while (!count_events(f, f->a->id, BM_EV_DRAINED) && bm_now_ns() < deadline)
+		bm_loader__poll(f->l, 10);
+	if (count_events(f, f->a->id, BM_EV_DRAINED) != 1)
+		fail_msg("%u BM_EV_DRAINED records for a, expected exactly 1",
+			 count_events(f, f->a->id, BM_EV_DRAINED));
+	bm_loader__poll(f->l, 0);
+}
+
+/* a's meter holds the 40 ms spin, exactly what the kernel's own cpu.stat saw; b has none. */
+static void check_totals(struct mfx *f, struct bm_meter *m, struct bm_summary *sum)
+{
+	uint64_t usage_us, end;
+	unsigned int i;
+
+	assert_int_not_equal(bm_loader__read(f->l, f->b, m), 0);
+	for (i = 0; i < f->n_ev; i++)
+		if (f->ev[i].cgid != f->a->id)
+			fail_msg("a record (type %u dim %u) for cgroup %llu, not ours (%llu)",
+				 f->ev[i].type, f->ev[i].dim, (unsigned long long)f->ev[i].cgid,
+				 (unsigned long long)f->a->id);
+	/* b really ran its spin: it was not metered, not idle */
+	assert_int_equal(bm_cgroup__read_key(f->b, "cpu.stat", "usage_usec", &usage_us), 0);
+	assert_true(usage_us >= 40000);
+
+	assert_int_equal(bm_loader__read(f->l, f->a, m), 0);
+	assert_true(m->flags & BM_F_DRAINED);
+	end = m->last_win > m->lvl_win ? m->last_win : m->lvl_win;
+	assert_int_equal(bm_window_finalize(m, end, sum), 0);
+	/* the spin, plus the exec and start-up of the workload: a few ms, 20 at the very most */
+	assert_between((double)sum->cpu_ns / MS, 40, 60);
+	assert_int_equal(bm_cgroup__read_key(f->a, "cpu.stat", "usage_usec", &usage_us), 0);
+	assert_between((double)sum->cpu_ns / MS - usage_us / 1000.0, -2, 2);
+	assert_int_equal(sum->tasks_entered, 1);
+	assert_int_equal(sum->forks, 0);
+	integ_note("cpu %.3f ms (cpu.stat %.3f ms)", sum->cpu_ns / 1e6, usage_us / 1e3);
+}
+
+/*
+ * Crossings: CPU only (no other threshold is set), at or over the
+ * threshold, at most one per window, and exactly the windows that reached
+ * 5 ms: at least every window of 8.4 ms or more (log2 buckets from 2^23
+ * ns), at most those of 4.2 ms or more (from 2^22 ns), 5 ms lying between.
+ * Returns how many there were.
+ */
+static unsigned int check_crossings(struct mfx *f, const struct bm_meter *m,
+				    const struct bm_summary *sum)
+{
+	unsigned int i, k, b, n = 0, over_lo = 0, over_hi = 0;
+	uint64_t seen[BM_RING * 8];
+
+	for (i = 0; i < f->n_ev; i++) {
+		const struct bm_event *e = &f->ev[i];
+
+		assert_true(e->type == BM_EV_CROSS || e->type == BM_EV_DRAINED);
+		if (e->type != BM_EV_CROSS)
+			continue;
+		assert_int_equal(e->dim, BM_DIM_CPU);
+		assert_int_equal(e->thresh, CPU_THRESH_NS);
+		assert_true(e->value >= CPU_THRESH_NS);
+		assert_true(e->win >= m->first_win && e->win <= m->last_win);
+		for (k = 0; k < n; k++)
+			if (seen[k] == e->win)
+				fail_msg("two crossings for CPU in window %llu", (unsigned long long)e->win);
+		if (n < BM_ARRAY_SIZE(seen))
+			seen[n++] = e->win;
+	}
+	for (b = 1; b < BM_HIST_BUCKETS; b++) {
+		over_lo += bm_window_bucket_upper(b) > (double)(1ULL << 22) ? sum->hist[BM_DIM_CPU][b] : 0;
+		over_hi += bm_window_bucket_upper(b) > (double)(1ULL << 23) ? sum->hist[BM_DIM_CPU][b] : 0;
+	}
+	integ_note("%u crossings, %u windows >= 4.2 ms, %u >= 8.4 ms", n, over_lo, over_hi);
+	assert_in_range(n, over_hi, over_lo);
+	return n;
+}
+
+/*
+ * One run of the spike in b and a. Returns the number of crossings a
+ * raised, for the caller's scheduling-dependent check; everything exact is
+ * asserted here.
+ */
+static unsigned int run_spike(struct mfx *f)
+{
+	uint64_t stats[BM_STAT__MAX];
+	struct bm_summary sum;
+	struct bm_meter m;
+	unsigned int n;
+
+	drive(f);
+	check_totals(f, &m, &sum);
+	n = check_crossings(f, &m, &sum);
+	assert_int_equal(bm_loader__stats(f->l, stats), 0);
+	assert_int_equal(stats[BM_STAT_RB_DROPS], 0);
+	assert_int_equal(f->dropped_here, 0);
+	return n;
+}
+
+static void check_meter(void **state, bool force_hash)
+{
+	unsigned int n_cross;
+	int attempt;
+
+	for (attempt = 0;; attempt++) {
+		struct mfx *f = open_meter(state, force_hash);
+
+		n_cross = run_spike(f);
+		teardown(state);
+		/* 40 ms on one core fills at least 3 whole windows, if the scheduler lets it run */
+		if (n_cross >= 3)
+			break;
+		if (attempt + 1 >= ATTEMPTS)
+			fail_msg("%u CPU crossings, expected >= 3 (%d runs)", n_cross, ATTEMPTS);
+		integ_note("%u CPU crossings, expected >= 3; is the machine busy? running again", n_cross);
+	}
+}
+
+static void test_meter_cgroup_storage(void **state)
+{
+	check_meter(state, false);
+}
+
+static void test_meter_hash(void **state)
+{
+	check_meter(state, true);
+}
+
+int main(void)
+{
+	struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_meter_loads, teardown),
+		cmocka_unit_test_teardown(test_meter_cgroup_storage, teardown),
+		cmocka_unit_test_teardown(test_meter_hash, teardown),
+	};
+	struct bm_cgroup_env env;
+	char probe[PATH_MAX];
+	size_t n;
+	int rc = integ_gate("test_meter"), err;
+
+	if (rc)
+		return rc;
+	if (access(integ_workload(probe, sizeof(probe), "bm-spike"), X_OK)) {
+		fprintf(stderr, "test_meter: %s is missing: run make first\n", probe);
+		return 1;
+	}
+	err = bm_cgroup_env_detect("/proc/self/mountinfo", "/proc/self/cgroup", &env);
+	if (!err)
+		err = bm_cgroup_env_self_dir(&env, parent, sizeof(parent));
+	if (err) {
+		fprintf(stderr, "test_meter: cannot find our cgroup v2 directory: %s\n", strerror(-err));
+		return 1;
+	}
+	bm_log_libbpf();
+	integ_favour("test_meter");
+	/* cmocka_run_group_tests_name() would take the whole array: pass what the filter left */
+	n = integ_filter(tests, sizeof(tests) / sizeof(tests[0]));
+	return _cmocka_run_group_tests("meter", tests, n, NULL, NULL);
+}
