@@ -104,6 +104,9 @@ static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum 
 	bpf_program__set_autoload(skel->progs.bm_net_inet, net == NET_FEXIT);
 	bpf_program__set_autoload(skel->progs.bm_net_inet6, net == NET_FEXIT);
 	feat->net = net == NET_TRACEPOINT ? "sock_send_length" : net == NET_FEXIT ? "fexit" : "none";
+	bm_dbg("meters in %s; CPU charged at %s; reclaim %s; network from %s",
+	       feat->cgrp_storage ? "cgroup storage" : "a hash by cgroup id",
+	       feat->tick ? "switches and ticks" : "switches only", feat->reclaim ? "on" : "off", feat->net);
 }
 
 static int load(struct bm_loader *l, bool force_hash)

@@ -115,6 +115,16 @@ static inline size_t integ_filter(struct CMUnitTest *tests, size_t n)
 }
 
 /* Path of workload name: $BM_WORKLOADS (default build/workloads) + name, into buf. */
+/*
+ * The CPU a process spends starting (exec, dynamic linking) and exiting:
+ * a few ms natively; under qemu's emulation (BM_VM=1) several times that,
+ * and time the host takes a vCPU away is charged to the guest as CPU too.
+ */
+static inline double integ_startup_cpu_s(void)
+{
+	return getenv("BM_VM") ? 0.15 : 0.02;
+}
+
 static inline const char *integ_workload(char *buf, size_t len, const char *name)
 {
 	const char *dir = getenv("BM_WORKLOADS");

@@ -253,8 +253,8 @@ static void check_totals(struct mfx *f, struct bm_meter *m, struct bm_summary *s
 	assert_true(m->flags & BM_F_DRAINED);
 	end = m->last_win > m->lvl_win ? m->last_win : m->lvl_win;
 	assert_int_equal(bm_window_finalize(m, end, sum), 0);
-	/* the spin, plus the exec and start-up of the workload: a few ms, 20 at the very most */
-	assert_between((double)sum->cpu_ns / MS, 40, 60);
+	/* the spin, plus the exec, start-up and exit of the workload */
+	assert_between((double)sum->cpu_ns / MS, 40, 40 + 2 * integ_startup_cpu_s() * 1000);
 	assert_int_equal(bm_cgroup__read_key(f->a, "cpu.stat", "usage_usec", &usage_us), 0);
 	assert_between((double)sum->cpu_ns / MS - usage_us / 1000.0, -2, 2);
 	assert_int_equal(sum->tasks_entered, 1);
