@@ -188,21 +188,23 @@ int BPF_PROG(bm_tick, struct hrtimer *timer)
 }
 
 /*
- * The fast path for ceilings that must hold within microseconds: the task
- * that took the level past kill_at (the one forking, the one faulting)
- * gets SIGKILL right here, and userspace finishes with cgroup.kill. Only
- * the first crossing signals, so a dying fork bomb costs one signal.
+ * The fast path for ceilings that must hold within microseconds: a task
+ * that adds to a level at or past kill_at (the one forking, the one
+ * faulting) gets SIGKILL right here, every time, so a fork bomb's other
+ * branches die at their next fork instead of waiting for userspace; the
+ * first such kill raises one record, and userspace finishes with
+ * cgroup.kill.
  */
 static __always_inline void fast_kill(struct task_struct *t, struct bm_meter *m, int d, __u64 level,
 				      __u32 flag)
 {
 	struct bm_cross c = { .dim = d, .value = level, .thresh = m->kill_at[d] };
 
-	if (!m->kill_at[d] || level < m->kill_at[d] || (m->flags & flag))
-		return;
-	if (__sync_fetch_and_or(&m->flags, flag) & flag)
+	if (!m->kill_at[d] || level < m->kill_at[d])
 		return;
 	bpf_send_signal(9);
+	if (__sync_fetch_and_or(&m->flags, flag) & flag)
+		return;
 	c.win = m->last_win;
 	emit(t, BM_EV_KILLED, &c);
 }
@@ -296,6 +298,13 @@ int BPF_PROG(bm_rss, struct mm_struct *mm, int member)
 	m = meter_of(cur);
 	if (!m)
 		return 0;
+	/*
+	 * Once the kernel has killed at a ceiling, a task of the cgroup dies at
+	 * its first fault: the child a fork bomb made just before its parent was
+	 * killed writes to its stack before it can fork again.
+	 */
+	if (m->flags & (BM_F_KILLED_PIDS | BM_F_KILLED_MEM))
+		bpf_send_signal(9);
 	st = bpf_map_lookup_elem(&bm_mm, &key);
 	if (!st) {
 		if (mm != cur->mm)

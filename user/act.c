@@ -18,8 +18,9 @@ void bm_act_init(struct bm_actuator *a, struct bm_cgroup *cg, struct bm_ceilings
 	a->lim = lim;
 	a->out = out;
 	a->start_ns = start_ns;
-	/* two windows frozen, two running: half speed, still fine-grained */
-	a->duty_ns = 2 * window_ns;
+	/* four windows: fine-grained, yet long enough for a freeze to settle */
+	a->duty_period_ns = 4 * window_ns;
+	a->duty_run_ns = a->duty_period_ns / 2;
 }
 
 static void record(struct bm_actuator *a, const char *action, const struct bm_verdict_action *va,
@@ -74,6 +75,11 @@ static int throttle(struct bm_actuator *a, const struct bm_verdict_action *va, u
 		err = bm_ceilings_mem_high(a->ceil, va->threshold);
 	a->duty = err == -EOPNOTSUPP;
 	if (a->duty) {
+		/* run for the share of the period the target allows: 0.5 of 2 cores runs a quarter */
+		double share = va->observed > 0 ? va->threshold / va->observed : 0.5;
+
+		share = share < 0.1 ? 0.1 : share > 0.9 ? 0.9 : share;
+		a->duty_run_ns = (uint64_t)(share * a->duty_period_ns);
 		a->duty_frozen = false;
 		a->duty_next_ns = now;
 		err = 0;
@@ -159,10 +165,10 @@ uint64_t bm_act_tick(struct bm_actuator *a, uint64_t now)
 		return UINT64_MAX;
 	if (now >= a->duty_next_ns) {
 		a->duty_frozen = !a->duty_frozen;
-		/* a FREEZE step overrides the duty cycle's running half */
+		/* a FREEZE step overrides the duty cycle's running part */
 		if (!a->frozen)
 			set_frozen(a, a->duty_frozen);
-		a->duty_next_ns = now + a->duty_ns;
+		a->duty_next_ns = now + (a->duty_frozen ? a->duty_period_ns - a->duty_run_ns : a->duty_run_ns);
 	}
 	return a->duty_next_ns;
 }

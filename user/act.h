@@ -26,7 +26,8 @@ struct bm_actuator {
 	const struct bm_limits *lim;
 	struct bm_outcome *out;
 	uint64_t start_ns;
-	uint64_t duty_ns;		/* half-period of the freeze duty cycle */
+	uint64_t duty_period_ns;	/* the freeze duty cycle's period */
+	uint64_t duty_run_ns;		/* and the part of it the effect runs */
 
 	bool frozen;			/* by a FREEZE step */
 	uint64_t frozen_at_ns, frozen_ns;

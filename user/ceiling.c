@@ -126,7 +126,7 @@ static int v1_twin(const struct bm_cgroup_env *env, enum bm_v1 v, const char *na
 }
 
 static int apply_v1(const struct bm_cgroup_env *env, const char *name, const struct bm_limits *lim,
-		    struct bm_ceilings *c)
+		    bool cpu_throttle, struct bm_ceilings *c)
 {
 	int fd, err;
 
@@ -146,21 +146,23 @@ static int apply_v1(const struct bm_cgroup_env *env, const char *name, const str
 		c->controller[BM_P_PIDS] = true;
 		c->mech[BM_P_PIDS] = "cgroup v1 pids.max";
 	}
-	if (lim->cpu_milli && !c->controller[BM_P_CPU] &&
+	if ((lim->cpu_milli || cpu_throttle) && !c->v2_cpu &&
 	    !v1_twin(env, BM_V1_CPU, name, c, &c->v1_cpu_dirfd)) {
 		err = write_u64(c->v1_cpu_dirfd, "cpu.cfs_period_us", CFS_PERIOD_US);
 		if (!err)
 			err = write_cfs_quota(c->v1_cpu_dirfd, lim->cpu_milli / 1000.0);
 		if (err)
 			return err;
-		c->controller[BM_P_CPU] = true;
-		c->mech[BM_P_CPU] = "cgroup v1 cpu.cfs_quota_us";
+		if (lim->cpu_milli) {
+			c->controller[BM_P_CPU] = true;
+			c->mech[BM_P_CPU] = "cgroup v1 cpu.cfs_quota_us";
+		}
 	}
 	return 0;
 }
 
 int bm_ceilings_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
-		      const struct bm_limits *lim, struct bm_ceilings *c)
+		      const struct bm_limits *lim, bool cpu_throttle, struct bm_ceilings *c)
 {
 	int i, err;
 
@@ -171,7 +173,7 @@ int bm_ceilings_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *c
 	c->v2_dirfd = cg->dirfd;
 	err = apply_v2(cg, lim, c);
 	if (!err && env->mode == BM_CG_HYBRID)
-		err = apply_v1(env, name, lim, c);
+		err = apply_v1(env, name, lim, cpu_throttle, c);
 	if (err) {
 		bm_ceilings_release(c);
 		return err;

@@ -28,12 +28,14 @@ struct bm_ceilings {
 
 /*
  * Put the limits on the effect cgroup cg (name is its directory name, used
- * for the v1 twins). Never writes above our own cgroups. Returns 0 (what
+ * for the v1 twins); cpu_throttle asks for a CPU controller even without a
+ * CPU ceiling, for the ladder to throttle with. Never writes above our own
+ * cgroups. Returns 0 (what
  * could not be applied falls back to the meter) or -errno if something we
  * created could not be configured (everything created is removed again).
  */
 int bm_ceilings_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
-		      const struct bm_limits *lim, struct bm_ceilings *c);
+		      const struct bm_limits *lim, bool cpu_throttle, struct bm_ceilings *c);
 
 /* The fds the child writes "0" into before exec (-1 entries skipped); count in *n. */
 const int *bm_ceilings_join_fds(const struct bm_ceilings *c, int *n);

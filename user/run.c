@@ -117,7 +117,10 @@ static void sample(struct run_state *s, const struct bm_meter *m, uint64_t now, 
 		if (d == BM_DIM_MEM || d == BM_DIM_PIDS) {
 			int64_t v = d == BM_DIM_MEM ? m->rss_bytes : m->tasks;
 
+			/* the level now, or its peak in this window if it has fallen since */
 			sm->value[p] = v > 0 ? (double)v : 0;
+			if (m->lvl_win == x && m->lvl_max[d] > sm->value[p])
+				sm->value[p] = (double)m->lvl_max[d];
 			continue;
 		}
 		cur = flow_value(m, d, x);
@@ -412,6 +415,7 @@ static int start(struct run_state *s)
 		return err;
 	}
 	err = bm_ceilings_apply(&s->env, s->cg, s->name, s->o->meter_only ? &no_limits : &s->o->limits,
+				!s->o->meter_only && (s->pol.dim[BM_P_CPU].steps & BM_STEP_BIT(BM_STEP_THROTTLE)),
 				&s->ceil);
 	for (p = 0; s->o->meter_only && p < BM_P__MAX; p++)
 		s->ceil.mech[p] = s->pol.dim[p].hard ? "meter" : NULL;

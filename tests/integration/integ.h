@@ -122,7 +122,16 @@ static inline size_t integ_filter(struct CMUnitTest *tests, size_t n)
  */
 static inline double integ_startup_cpu_s(void)
 {
-	return getenv("BM_VM") ? 0.15 : 0.02;
+	return getenv("BM_VM") ? 0.3 : 0.02;
+}
+
+/* A policy file shipped in tools/policies ($BM_POLICIES where the tests run elsewhere). */
+static inline const char *integ_policy(char *buf, size_t len, const char *name)
+{
+	const char *dir = getenv("BM_POLICIES");
+
+	snprintf(buf, len, "%s/%s", dir && *dir ? dir : "tools/policies", name);
+	return buf;
 }
 
 static inline const char *integ_workload(char *buf, size_t len, const char *name)

@@ -49,6 +49,8 @@ for f in "$O"/workloads/* "$O"/tests/integration/test_*; do
 	esac
 done
 install -m 755 "$here/vm-tests.sh" "$payload/vm-tests.sh"
+# the policies the tests use (tools/policies), as BM_POLICIES
+cp -rp "$repo/tools/policies" "$payload/policies"
 # The guest kills a test that would outlast the VM, so the others still report. Its
 # budget: VM_TIMEOUT less a margin for boot and poweroff, as seconds of guest uptime
 # and as a host epoch deadline from now (which also covers vm.sh's setup and the boot).

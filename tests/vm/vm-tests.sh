@@ -7,7 +7,8 @@
 # Exit status: 0 when nothing failed, 1 otherwise (under CI=true a skip is a failure).
 
 P=${BM_VM_PAYLOAD:-/payload} # another dir only to try this script outside the VM
-export BM_BIN=$P/burstmeter BM_WORKLOADS=$P/workloads CMOCKA_MESSAGE_OUTPUT=TAP CI="${CI:-}"
+export BM_BIN=$P/burstmeter BM_WORKLOADS=$P/workloads BM_POLICIES=$P/policies
+export CMOCKA_MESSAGE_OUTPUT=TAP CI="${CI:-}"
 
 # Tests left out under TCG emulation: vm_filter NAME prints the BM_TEST_FILTER that
 # test binary NAME gets here: space-separated cmocka test names (or globs with * and ?)
