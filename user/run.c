@@ -173,10 +173,19 @@ static void evaluate(struct run_state *s)
 	next = bm_policy_next_deadline(&s->pol, &s->lad);
 	duty = bm_act_tick(&s->act, now);
 	next = duty < next ? duty : next;
-	/* while anything is over its soft level or a step is in force, look every window */
-	for (p = 0; p < BM_P__MAX; p++)
-		if (s->lad.above_since_ns[p] || s->lad.step != BM_STEP_OBSERVE)
+	/*
+	 * Look again every window while anything is over its soft level or a
+	 * step is in force, and while a level sits near a ceiling a controller
+	 * holds: a refused fork or an OOM kill changes no level, so no crossing
+	 * would say so.
+	 */
+	for (p = 0; p < BM_P__MAX; p++) {
+		const struct bm_dim_rule *r = &s->pol.dim[p];
+		bool near = r->ceiling && s->ceil.controller[p] && sm.value[p] >= 0.9 * r->hard;
+
+		if (near || s->lad.above_since_ns[p] || s->lad.step != BM_STEP_OBSERVE)
 			next = now + m.window_ns < next ? now + m.window_ns : next;
+	}
 	arm_timer(s->policy_fd, next);
 }
 
@@ -348,6 +357,9 @@ static void kernel_levels(struct run_state *s, uint64_t thresh[BM_DIM__MAX], uin
 		double lvl = r->soft && (!r->hard || r->soft < r->hard) ? r->soft : r->hard;
 		int d = pdim_dim[p];
 
+		/* wake near a ceiling: from there on evaluate() looks every window */
+		if (r->ceiling && lvl == r->hard)
+			lvl = 0.9 * r->hard;
 		if (!lvl)
 			continue;
 		thresh[d] = (uint64_t)(p == BM_P_CPU ? lvl * W : p == BM_P_NET ? lvl * W / 1e9 : lvl);
