@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * An effect's life at window resolution, for the timeline picture: one
+ * value per window and dimension (display units), sampled from the meter
+ * as windows complete, and rendered as a self-contained SVG.
+ */
+#ifndef BM_SERIES_H
+#define BM_SERIES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bm_abi.h"
+
+struct bm_series {
+	uint64_t window_ns;
+	size_t n, cap;			/* windows recorded */
+	float *v[BM_DIM__MAX];		/* v[d][i]: window i of dimension d, display units */
+};
+
+struct bm_series_mark {
+	double at_ms;			/* since the start */
+	const char *label;		/* "freeze (memory_ceiling)" */
+};
+
+struct bm_timeline {
+	const char *title;		/* effect id and intent */
+	const struct bm_series *s;
+	const struct bm_series_mark *marks;
+	size_t n_marks;
+	double ceiling[BM_DIM__MAX];	/* display units, 0 = none */
+};
+
+/* Append window i's values (display units) for every dimension; grows as needed. Returns 0 or -ENOMEM. */
+int bm_series_push(struct bm_series *s, const double v[BM_DIM__MAX]);
+void bm_series_free(struct bm_series *s);
+
+/*
+ * Write the timeline as one SVG document: a panel per dimension (CPU cores,
+ * memory, tasks, send rate, run-queue wait) over time, ceilings as dashed
+ * lines, actions as marked vertical lines with their labels. Valid XML
+ * (names and labels escaped). Returns 0 or -errno.
+ */
+int bm_series_svg(FILE *f, const struct bm_timeline *t);
+
+#endif /* BM_SERIES_H */
