@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "sup.h"
+
+/* A freed task is reported an RCU grace period after its exit; this is plenty. */
+#define DRAIN_TIMEOUT_NS (1000 * BM_NSEC_PER_MSEC)
+#define KILL_TIMEOUT_NS (2000 * BM_NSEC_PER_MSEC)
+/* While leftovers die and the meter drains, look this often. */
+#define PHASE_POLL_NS (2 * BM_NSEC_PER_MSEC)
+
+static const enum bm_reason pdim_reason[BM_P__MAX] = {
+	[BM_P_CPU] = BM_REASON_CPU_CEILING, [BM_P_MEM] = BM_REASON_MEMORY_CEILING,
+	[BM_P_PIDS] = BM_REASON_PIDS_CEILING, [BM_P_NET] = BM_REASON_NET_CEILING,
+};
+
+static const int pdim_dim[BM_P__MAX] = {
+	[BM_P_CPU] = BM_DIM_CPU, [BM_P_MEM] = BM_DIM_MEM, [BM_P_PIDS] = BM_DIM_PIDS,
+	[BM_P_NET] = BM_DIM_NET,
+};
+
+void bm_sup__init(struct bm_sup *s)
+{
+	int i;
+
+	memset(s, 0, sizeof(*s));
+	s->deadline_fd = s->timer_fd = s->child.pidfd = -1;
+	for (i = 0; i < BM_V1__MAX; i++)
+		s->ceil.join_fd[i] = -1;
+	s->ceil.v1_cpu_dirfd = s->ceil.v1_mem_dirfd = s->ceil.v2_dirfd = -1;
+	s->out.psi_cpu_us = s->out.psi_mem_us = s->out.psi_io_us = -1;
+}
+
+static void arm_timer(int fd, uint64_t at_ns)
+{
+	struct itimerspec its = { 0 };
+
+	if (at_ns != UINT64_MAX) {
+		its.it_value.tv_sec = at_ns / BM_NSEC_PER_SEC;
+		its.it_value.tv_nsec = at_ns % BM_NSEC_PER_SEC;
+		/* 0 would disarm: a time already past fires at once */
+		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+			its.it_value.tv_nsec = 1;
+	}
+	timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* Crossing thresholds (per window) and kernel kill levels from the policy. */
+static void kernel_levels(struct bm_sup *s, uint64_t thresh[BM_DIM__MAX], uint64_t kill_at[BM_DIM__MAX])
+{
+	double W = (double)s->o.window_ns;
+	int p;
+
+	memset(thresh, 0, sizeof(uint64_t) * BM_DIM__MAX);
+	memset(kill_at, 0, sizeof(uint64_t) * BM_DIM__MAX);
+	for (p = 0; p < BM_P__MAX; p++) {
+		const struct bm_dim_rule *r = &s->o.policy.dim[p];
+		double lvl = r->soft && (!r->hard || r->soft < r->hard) ? r->soft : r->hard;
+		int d = pdim_dim[p];
+
+		/* wake near a ceiling: from there on the ladder looks every window */
+		if (r->ceiling && lvl == r->hard)
+			lvl = 0.9 * r->hard;
+		if (!lvl)
+			continue;
+		thresh[d] = (uint64_t)(p == BM_P_CPU ? lvl * W : p == BM_P_NET ? lvl * W / 1e9 : lvl);
+		if (!thresh[d])
+			thresh[d] = 1;
+		/* past a ceiling no controller holds, the kernel kills on the spot */
+		if (r->ceiling && !s->ceil.controller[p] && !s->o.no_fast_path)
+			kill_at[d] = (uint64_t)r->hard + 1;
+	}
+}
+
+static void init_outcome(struct bm_sup *s)
+{
+	struct bm_outcome *out = &s->out;
+
+	out->id = s->o.id;
+	out->tenant = s->o.tenant;
+	out->intent = s->o.intent;
+	out->argv = s->o.argv;
+	out->limits = s->o.limits;
+	out->started_wall_ns = bm_wall_ns();
+}
+
+int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_env *env,
+		  const char *parent_dir, const struct bm_sup_opts *o)
+{
+	const struct bm_limits none = { 0 }, *lim = o->meter_only ? &none : &o->limits;
+	uint64_t thresh[BM_DIM__MAX], kill_at[BM_DIM__MAX];
+	bool cpu_throttle;
+	int err, p;
+
+	s->o = *o;
+	s->loader = l;
+	bm_policy_ceilings(&s->o.policy, o->limits.cpu_milli / 1000.0, (double)o->limits.memory_bytes,
+			   (double)o->limits.pids);
+	for (p = 0; p < BM_P__MAX; p++)
+		s->acting |= s->o.policy.dim[p].soft > 0 || s->o.policy.dim[p].hard > 0;
+	bm_ladder_init(&s->lad);
+	init_outcome(s);
+
+	snprintf(s->name, sizeof(s->name), "burstmeter.%s.%s", o->tenant, o->id);
+	s->failed_step = "create the cgroup";
+	s->cg = bm_cgroup__create(parent_dir, s->name);
+	if (!s->cg)
+		return -errno;
+	s->out.cgroup = s->cg->path;
+	s->failed_step = "set the ceilings";
+	cpu_throttle = !o->meter_only && (s->o.policy.dim[BM_P_CPU].steps & BM_STEP_BIT(BM_STEP_THROTTLE));
+	err = bm_ceilings_apply(env, s->cg, s->name, lim, cpu_throttle, &s->ceil);
+	if (err)
+		return err;
+	for (p = 0; o->meter_only && p < BM_P__MAX; p++)
+		s->ceil.mech[p] = s->o.policy.dim[p].hard ? "meter" : NULL;
+	memcpy(s->out.ceiling_mech, s->ceil.mech, sizeof(s->out.ceiling_mech));
+	s->out.net_source = bm_loader__features(l)->net;
+
+	s->failed_step = "register with the meter";
+	s->start_ns = bm_now_ns();
+	err = bm_loader__add(l, s->cg, o->window_ns, s->start_ns, NULL);
+	if (err)
+		return err;
+	s->metered = true;
+	kernel_levels(s, thresh, kill_at);
+	err = bm_loader__arm(l, s->cg, thresh, kill_at);
+	if (err)
+		return err;
+	bm_act_init(&s->act, s->cg, &s->ceil, &s->o.policy, &s->o.limits, &s->out, s->start_ns,
+		    o->window_ns);
+
+	s->failed_step = "create timers";
+	s->deadline_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (s->deadline_fd < 0 || s->timer_fd < 0)
+		return -errno;
+	if (o->limits.timeout_ns)
+		arm_timer(s->deadline_fd, s->start_ns + o->limits.timeout_ns);
+	s->failed_step = NULL;
+	s->phase = BM_SUP_RUNNING;
+	return 0;
+}
+
+int bm_sup__spawn(struct bm_sup *s)
+{
+	int n;
+	const int *join = bm_ceilings_join_fds(&s->ceil, &n);
+
+	return bm_effect_spawn(s->cg->dirfd, join, n, s->o.argv, &s->child);
+}
+
+void bm_sup__event(struct bm_sup *s, const struct bm_event *e)
+{
+	struct bm_verdict_action va = { .act = BM_ACT_KILL };
+
+	switch (e->type) {
+	case BM_EV_DRAINED:
+		s->drained = true;
+		break;
+	case BM_EV_KILLED:
+		/* the kernel stopped the offender; cgroup.kill ends the rest */
+		va.dim = e->dim == BM_DIM_MEM ? BM_P_MEM : BM_P_PIDS;
+		va.observed = (double)e->value;
+		va.threshold = (double)e->thresh - 1;
+		if (!s->act.ended) {
+			bm_act_do(&s->act, &va, "kernel", bm_now_ns());
+			s->lad.step = BM_STEP_KILL;
+		}
+		break;
+	default:
+		break;
+	}
+	/* a crossing (or anything else) is a reason to look now */
+	if (s->phase == BM_SUP_RUNNING)
+		arm_timer(s->timer_fd, 0);
+}
+
+/* The value of flow d in window x: the sum of its lanes, 0 if the slot holds another window. */
+static double flow_value(const struct bm_meter *m, int d, uint64_t x)
+{
+	uint32_t slot = x % BM_RING;
+	uint64_t v = 0;
+	int l;
+
+	if (m->slot_win[slot] != x)
+		return 0;
+	for (l = 0; l < BM_LANES; l++)
+		v += m->lane[l].v[slot][d];
+	return (double)v;
+}
+
+/* What the ladder sees: levels (or their peak in this window), flows over this and the last window. */
+static void sample(struct bm_sup *s, const struct bm_meter *m, uint64_t now, struct bm_sample *sm)
+{
+	uint64_t W = m->window_ns, x = now / W, ooms, refused;
+	double cur, prev;
+	int p;
+
+	memset(sm, 0, sizeof(*sm));
+	for (p = 0; p < BM_P__MAX; p++) {
+		int d = pdim_dim[p];
+
+		if (d == BM_DIM_MEM || d == BM_DIM_PIDS) {
+			int64_t v = d == BM_DIM_MEM ? m->rss_bytes : m->tasks;
+
+			sm->value[p] = v > 0 ? (double)v : 0;
+			if (m->lvl_win == x && m->lvl_max[d] > sm->value[p])
+				sm->value[p] = (double)m->lvl_max[d];
+			continue;
+		}
+		/* a fresh window looks empty: take the last full one too */
+		cur = flow_value(m, d, x);
+		prev = flow_value(m, d, x - 1);
+		sm->value[p] = bm_window_display(d, cur > prev ? cur : prev, W);
+	}
+	bm_ceilings_events(&s->ceil, &ooms, &refused);
+	sm->breach[BM_P_MEM] = ooms > 0;
+	sm->breach[BM_P_PIDS] = refused > 0;
+}
+
+/* One turn of the ladder: sample, decide, act; returns when to look again. */
+static uint64_t evaluate(struct bm_sup *s, uint64_t now)
+{
+	uint64_t next, duty;
+	struct bm_verdict v;
+	struct bm_sample sm;
+	struct bm_meter m;
+	unsigned int i;
+	int p;
+
+	if (!s->acting || bm_loader__read(s->loader, s->cg, &m))
+		return UINT64_MAX;
+	sample(s, &m, now, &sm);
+	bm_policy_step(&s->o.policy, &s->lad, &sm, now, &v);
+	for (i = 0; i < v.n; i++)
+		/* a controller's refusal is the kernel's decision; a level's is ours */
+		bm_act_do(&s->act, &v.a[i], sm.breach[v.a[i].dim] ? "kernel" : "policy", now);
+	next = bm_policy_next_deadline(&s->o.policy, &s->lad);
+	duty = bm_act_tick(&s->act, now);
+	next = duty < next ? duty : next;
+	/*
+	 * Look again every window while anything is over its soft level or a
+	 * step is in force, and while a level sits near a ceiling a controller
+	 * holds: a refused fork or an OOM kill changes no level, so no crossing
+	 * would say so.
+	 */
+	for (p = 0; p < BM_P__MAX; p++) {
+		const struct bm_dim_rule *r = &s->o.policy.dim[p];
+		bool near = r->ceiling && s->ceil.controller[p] && sm.value[p] >= 0.9 * r->hard;
+
+		if (near || s->lad.above_since_ns[p] || s->lad.step != BM_STEP_OBSERVE)
+			next = now + m.window_ns < next ? now + m.window_ns : next;
+	}
+	return next;
+}
+
+/* After the command: leftovers die, then the kernel frees every task; then done. */
+static uint64_t advance_phase(struct bm_sup *s, uint64_t now)
+{
+	struct bm_meter m;
+
+	if (s->phase == BM_SUP_LEFTOVERS) {
+		if (bm_cgroup__populated(s->cg) > 0 && now < s->phase_deadline_ns)
+			return now + PHASE_POLL_NS;
+		/* the effect lasted until its last task was gone */
+		s->end_ns = now;
+		bm_act_finish(&s->act, now);
+		s->phase = BM_SUP_DRAINING;
+		s->phase_deadline_ns = now + DRAIN_TIMEOUT_NS;
+	}
+	if (s->phase == BM_SUP_DRAINING) {
+		if (s->drained || now >= s->phase_deadline_ns ||
+		    (!bm_loader__read(s->loader, s->cg, &m) && (m.flags & BM_F_DRAINED)))
+			s->phase = BM_SUP_DONE;
+		else
+			return now + PHASE_POLL_NS;
+	}
+	return UINT64_MAX;
+}
+
+void bm_sup__tick(struct bm_sup *s)
+{
+	uint64_t ticks, now = bm_now_ns(), next = UINT64_MAX;
+
+	if (read(s->timer_fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+		return;
+	if (s->phase == BM_SUP_RUNNING)
+		next = evaluate(s, now);
+	else if (s->phase == BM_SUP_LEFTOVERS || s->phase == BM_SUP_DRAINING)
+		next = advance_phase(s, now);
+	if (s->phase != BM_SUP_DONE)
+		arm_timer(s->timer_fd, next);
+}
+
+static void send_child(struct bm_sup *s, int sig)
+{
+	if (s->child.pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, s->child.pidfd, sig, NULL, 0);
+}
+
+void bm_sup__cancel(struct bm_sup *s, int sig)
+{
+	s->cancelled = true;
+	if (s->phase == BM_SUP_RUNNING && sig)
+		send_child(s, sig);
+}
+
+/* The deadline: SIGTERM first, then after a grace of a tenth of the timeout, the whole cgroup. */
+void bm_sup__on_deadline(struct bm_sup *s)
+{
+	uint64_t ticks, grace;
+
+	if (read(s->deadline_fd, &ticks, sizeof(ticks)) < 0 || s->phase != BM_SUP_RUNNING)
+		return;
+	if (!s->deadline) {
+		s->deadline = true;
+		send_child(s, SIGTERM);
+		grace = s->o.limits.timeout_ns / 10;
+		grace = grace < 100 * BM_NSEC_PER_MSEC ? 100 * BM_NSEC_PER_MSEC
+			: grace > 5 * BM_NSEC_PER_SEC ? 5 * BM_NSEC_PER_SEC : grace;
+		arm_timer(s->deadline_fd, bm_now_ns() + grace);
+		return;
+	}
+	bm_cgroup__kill(s->cg);
+}
+
+void bm_sup__exited(struct bm_sup *s, int wait_status)
+{
+	struct bm_meter m;
+	uint64_t now = bm_now_ns();
+
+	if (s->phase != BM_SUP_RUNNING)
+		return;
+	s->wait_status = wait_status;
+	s->end_ns = now;
+	arm_timer(s->deadline_fd, UINT64_MAX);
+	/* tasks the command left behind are not allowed to outlive the effect */
+	if (bm_cgroup__populated(s->cg) > 0) {
+		if (!bm_loader__read(s->loader, s->cg, &m) && !s->act.ended)
+			s->out.leftover_killed = m.tasks > 0 ? (uint64_t)m.tasks : 1;
+		bm_cgroup__kill(s->cg);
+		s->phase = BM_SUP_LEFTOVERS;
+		s->phase_deadline_ns = now + KILL_TIMEOUT_NS;
+	} else {
+		bm_act_finish(&s->act, now);
+		s->phase = BM_SUP_DRAINING;
+		s->phase_deadline_ns = now + DRAIN_TIMEOUT_NS;
+	}
+	arm_timer(s->timer_fd, 0);
+}
+
+bool bm_sup__done(const struct bm_sup *s)
+{
+	return s->phase == BM_SUP_DONE;
+}
+
+static void read_cgroup_stats(struct bm_sup *s)
+{
+	uint64_t v;
+
+	if (!bm_cgroup__read_key(s->cg, "cpu.pressure", "some", &v))
+		s->out.psi_cpu_us = (int64_t)v;
+	if (!bm_cgroup__read_key(s->cg, "memory.pressure", "some", &v))
+		s->out.psi_mem_us = (int64_t)v;
+	if (!bm_cgroup__read_key(s->cg, "io.pressure", "some", &v))
+		s->out.psi_io_us = (int64_t)v;
+	if (!bm_cgroup__read_key(s->cg, "cpu.stat", "usage_usec", &v))
+		s->out.cgroup_cpu_us = v;
+}
+
+/* How it ended: the ladder or the kernel at a ceiling, the deadline, or the command itself. */
+static void classify(struct bm_sup *s)
+{
+	uint64_t ooms, refused;
+
+	bm_outcome_classify(&s->out, s->wait_status < 0 ? 0 : s->wait_status, s->cancelled, 0);
+	if (s->wait_status < 0) {
+		/* re-adopted: the exit status went to whoever reaped it */
+		s->out.exit_code = -1;
+		s->out.by = "process";
+	}
+	bm_ceilings_events(&s->ceil, &ooms, &refused);
+	if (s->deadline) {
+		s->out.reason = BM_REASON_DEADLINE;
+		s->out.by = "deadline";
+	} else if (s->act.ended) {
+		s->out.reason = pdim_reason[s->act.cause];
+		s->out.by = s->act.by;
+	} else if (ooms && s->out.exit_signal == SIGKILL) {
+		/* the memory controller's OOM killer got there first */
+		s->out.reason = BM_REASON_MEMORY_CEILING;
+		s->out.by = "kernel";
+	}
+}
+
+void bm_sup__finish(struct bm_sup *s)
+{
+	struct bm_meter m;
+	uint64_t end;
+	int err;
+
+	read_cgroup_stats(s);
+	s->out.wall_ns = s->end_ns - s->start_ns;
+	classify(s);
+	err = bm_loader__read(s->loader, s->cg, &m);
+	if (!err) {
+		/* exits and frees after the end are still events of the effect */
+		end = s->end_ns / m.window_ns;
+		end = end > m.last_win ? end : m.last_win;
+		err = bm_window_finalize(&m, end > m.lvl_win ? end : m.lvl_win, &s->sum);
+	}
+	if (err) {
+		s->out.reason = BM_REASON_METER_ERROR;
+		s->out.by = "burstmeter";
+	}
+	s->out.sum = err ? NULL : &s->sum;
+	bm_loader__stats(s->loader, s->out.stats);
+}
+
+int bm_sup__release(struct bm_sup *s)
+{
+	int err = 0;
+
+	if (s->cg) {
+		if (s->metered)
+			bm_loader__del(s->loader, s->cg);
+		if (bm_cgroup__populated(s->cg) > 0 && !bm_cgroup__kill(s->cg))
+			bm_cgroup__wait_empty(s->cg, KILL_TIMEOUT_NS / BM_NSEC_PER_MSEC);
+		bm_ceilings_release(&s->ceil);
+		err = bm_cgroup__remove(s->cg);
+		bm_cgroup__free(s->cg);
+		s->cg = NULL;
+		s->out.cgroup = NULL;
+	}
+	s->metered = false;
+	if (s->child.pidfd >= 0)
+		close(s->child.pidfd);
+	if (s->deadline_fd >= 0)
+		close(s->deadline_fd);
+	if (s->timer_fd >= 0)
+		close(s->timer_fd);
+	s->child.pidfd = s->deadline_fd = s->timer_fd = -1;
+	return err;
+}
