@@ -58,6 +58,14 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } bm_events SEC(".maps");
 
+/* Not used by the programs: read by a restarted agent deciding whether to adopt the pins. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bm_meta);
+} bm_meta SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, BM_STAT__MAX);

@@ -105,6 +105,22 @@ struct bm_meter {
 	__u32 hist[BM_DIM__MAX][BM_HIST_BUCKETS];
 };
 
+/*
+ * The value of bm_meta: what a pinned meter is, so that a restarted agent
+ * adopts it (same ABI) instead of loading a second one.
+ */
+#define BM_META_CGRP_STORAGE (1U << 0)
+#define BM_META_TICK (1U << 1)
+#define BM_META_RECLAIM (1U << 2)
+#define BM_META_NET_TP (1U << 3)
+#define BM_META_NET_FEXIT (1U << 4)
+
+struct bm_meta {
+	__u32 abi;		/* BM_ABI_VERSION of the loader that pinned it */
+	__u32 features;		/* BM_META_* */
+	__u64 window_ns;	/* the default window of the agent that pinned it */
+};
+
 /* Ring-buffer record types. */
 enum bm_ev_type {
 	BM_EV_CROSS = 1,	/* a window value reached its threshold */
@@ -139,6 +155,7 @@ struct bm_task_state {
 #ifndef __bpf__
 _Static_assert(sizeof(struct bm_event) == 48, "bm_event changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_mm_state) == 16, "bm_mm_state changed: bump BM_ABI_VERSION");
+_Static_assert(sizeof(struct bm_meta) == 16, "bm_meta changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_task_state) == 32, "bm_task_state changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_meter) == 3360, "bm_meter changed: bump BM_ABI_VERSION");
 #endif

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -15,12 +18,25 @@
 /* Not in Debian 12's 6.1 uapi headers; the value is ABI (include/uapi/linux/bpf.h, 6.2). */
 #define BM_MAP_TYPE_CGRP_STORAGE ((enum bpf_map_type)32)
 
+/* The maps userspace uses, by index: the same whether loaded or adopted from pins. */
+enum { M_CGST, M_CGHASH, M_MM, M_EVENTS, M_STATS, M_META, M__MAX };
+static const char *const map_names[M__MAX] = {
+	"bm_cgst", "bm_cghash", "bm_mm", "bm_events", "bm_stats", "bm_meta",
+};
+
+#define MAX_LINKS 16
+
 struct bm_loader {
-	struct bm_meter_bpf *skel;
+	struct bm_meter_bpf *skel;	/* NULL when adopted */
+	struct bpf_link *links[MAX_LINKS];
+	int n_links;
+	int fd[M__MAX];			/* dup'ed or bpf_obj_get: ours to close */
 	struct ring_buffer *rb;
 	struct bm_features feat;
 	bm_event_fn on_event;
 	void *ctx;
+	char pin_dir[PATH_MAX];
+	bool adopted;
 };
 
 static bool btf_has_tracepoint(const struct btf *vmlinux, const char *tp)
@@ -109,6 +125,33 @@ static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum 
 	       feat->tick ? "switches and ticks" : "switches only", feat->reclaim ? "on" : "off", feat->net);
 }
 
+/* Attach every program that loaded, keeping the links (to pin them). */
+static int attach(struct bm_loader *l)
+{
+	struct bpf_program *p;
+	struct bpf_link *link;
+
+	bpf_object__for_each_program(p, l->skel->obj) {
+		if (!bpf_program__autoload(p))
+			continue;
+		link = bpf_program__attach(p);
+		if (!link)
+			return -errno;
+		if (l->n_links >= MAX_LINKS) {
+			bpf_link__destroy(link);
+			return -E2BIG;
+		}
+		l->links[l->n_links++] = link;
+	}
+	return 0;
+}
+
+static void detach(struct bm_loader *l)
+{
+	while (l->n_links)
+		bpf_link__destroy(l->links[--l->n_links]);
+}
+
 static int load(struct bm_loader *l, bool force_hash)
 {
 	enum net_mode net = NET_TRACEPOINT;
@@ -127,17 +170,173 @@ static int load(struct bm_loader *l, bool force_hash)
 		configure(l->skel, &l->feat, net, force_hash, vmlinux);
 		err = bm_meter_bpf__load(l->skel);
 		if (!err)
-			err = bm_meter_bpf__attach(l->skel);
+			err = attach(l);
 		/* fexit is refused on some kernels (EPERM, no trampolines): meter without net */
 		if (!err || strcmp(l->feat.net, "fexit"))
 			break;
 		bm_dbg("fexit network hooks unavailable (%s), metering without network", strerror(-err));
+		detach(l);
 		bm_meter_bpf__destroy(l->skel);
 		l->skel = NULL;
 		net = NET_NONE;
 	}
 	btf__free(vmlinux);
 	return err;
+}
+
+static uint32_t feature_bits(const struct bm_features *f)
+{
+	return (f->cgrp_storage ? BM_META_CGRP_STORAGE : 0) | (f->tick ? BM_META_TICK : 0) |
+	       (f->reclaim ? BM_META_RECLAIM : 0) |
+	       (!strcmp(f->net, "sock_send_length") ? BM_META_NET_TP : 0) |
+	       (!strcmp(f->net, "fexit") ? BM_META_NET_FEXIT : 0);
+}
+
+static int pin_path(const struct bm_loader *l, const char *name, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/%s", l->pin_dir, name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Pin the maps and links, and say what they are in bm_meta. */
+static int pin(struct bm_loader *l)
+{
+	struct bm_meta meta = { .abi = BM_ABI_VERSION, .features = feature_bits(&l->feat) };
+	char path[PATH_MAX], name[64];
+	uint32_t zero = 0;
+	int i, err;
+
+	if (mkdir(l->pin_dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if (bpf_map_update_elem(l->fd[M_META], &zero, &meta, 0))
+		return -errno;
+	for (i = 0; i < M__MAX; i++) {
+		err = pin_path(l, map_names[i], path, sizeof(path));
+		if (!err && bpf_obj_pin(l->fd[i], path))
+			err = -errno;
+		if (err)
+			return err;
+	}
+	for (i = 0; i < l->n_links; i++) {
+		snprintf(name, sizeof(name), "link.%d", i);
+		err = pin_path(l, name, path, sizeof(path));
+		if (!err)
+			err = bpf_link__pin(l->links[i], path);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* A meter pinned by an agent of the same ABI: use its maps; its programs stay attached. */
+static int adopt(struct bm_loader *l)
+{
+	struct bm_meta meta;
+	char path[PATH_MAX];
+	uint32_t zero = 0;
+	int i, err;
+
+	err = pin_path(l, "bm_meta", path, sizeof(path));
+	if (err)
+		return err;
+	l->fd[M_META] = bpf_obj_get(path);
+	if (l->fd[M_META] < 0)
+		return -errno;
+	if (bpf_map_lookup_elem(l->fd[M_META], &zero, &meta))
+		return -errno;
+	if (meta.abi != BM_ABI_VERSION)
+		return -EPROTO;
+	for (i = 0; i < M__MAX - 1; i++) {
+		err = pin_path(l, map_names[i], path, sizeof(path));
+		if (err)
+			return err;
+		l->fd[i] = bpf_obj_get(path);
+		if (l->fd[i] < 0)
+			return -errno;
+	}
+	l->feat.cgrp_storage = meta.features & BM_META_CGRP_STORAGE;
+	l->feat.tick = meta.features & BM_META_TICK;
+	l->feat.reclaim = meta.features & BM_META_RECLAIM;
+	l->feat.net = meta.features & BM_META_NET_TP ? "sock_send_length"
+		      : meta.features & BM_META_NET_FEXIT ? "fexit" : "none";
+	l->adopted = true;
+	return 0;
+}
+
+int bm_loader__unpin(struct bm_loader *l)
+{
+	struct dirent *de;
+	char path[PATH_MAX];
+	DIR *d;
+	int err = 0;
+
+	if (!l->pin_dir[0])
+		return 0;
+	d = opendir(l->pin_dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || pin_path(l, de->d_name, path, sizeof(path)))
+			continue;
+		if (unlink(path) < 0 && !err)
+			err = -errno;
+	}
+	closedir(d);
+	if (rmdir(l->pin_dir) < 0 && !err && errno != ENOENT)
+		err = -errno;
+	return err;
+}
+
+/* Load fresh (pinning where asked), or adopt what an earlier agent pinned. */
+static int load_or_adopt(struct bm_loader *l, bool force_hash)
+{
+	int i, err;
+
+	if (l->pin_dir[0]) {
+		err = adopt(l);
+		if (!err)
+			return 0;
+		/* nothing pinned, or another ABI: start over */
+		bm_dbg("not adopting %s: %s", l->pin_dir, strerror(-err));
+		for (i = 0; i < M__MAX; i++) {
+			if (l->fd[i] >= 0)
+				close(l->fd[i]);
+			l->fd[i] = -1;
+		}
+		bm_loader__unpin(l);
+	}
+	err = load(l, force_hash);
+	if (err)
+		return err;
+	for (i = 0; i < M__MAX; i++) {
+		struct bpf_map *m = bpf_object__find_map_by_name(l->skel->obj, map_names[i]);
+
+		l->fd[i] = m ? dup(bpf_map__fd(m)) : -1;
+		if (l->fd[i] < 0)
+			return m ? -errno : -ENOENT;
+	}
+	return l->pin_dir[0] ? pin(l) : 0;
+}
+
+bool bm_loader__adopted(const struct bm_loader *l)
+{
+	return l->adopted;
+}
+
+int bm_loader__prog_ids(const struct bm_loader *l, uint32_t *ids, int max)
+{
+	struct bpf_link_info info;
+	uint32_t len;
+	int i, n = 0;
+
+	for (i = 0; i < l->n_links && n < max; i++) {
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (!bpf_obj_get_info_by_fd(bpf_link__fd(l->links[i]), &info, &len))
+			ids[n++] = info.prog_id;
+	}
+	return n;
 }
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -152,17 +351,21 @@ static int on_record(void *ctx, void *data, size_t size)
 struct bm_loader *bm_loader__open(const struct bm_loader_opts *opts)
 {
 	struct bm_loader *l;
-	int err;
+	int err, i;
 
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
+	for (i = 0; i < M__MAX; i++)
+		l->fd[i] = -1;
 	l->on_event = opts ? opts->on_event : NULL;
 	l->ctx = opts ? opts->ctx : NULL;
-	err = load(l, opts && opts->force_hash);
+	if (opts && opts->pin_dir)
+		snprintf(l->pin_dir, sizeof(l->pin_dir), "%s", opts->pin_dir);
+	err = load_or_adopt(l, opts && opts->force_hash);
 	if (err)
 		goto err_free;
-	l->rb = ring_buffer__new(bpf_map__fd(l->skel->maps.bm_events), on_record, l, NULL);
+	l->rb = ring_buffer__new(l->fd[M_EVENTS], on_record, l, NULL);
 	if (!l->rb) {
 		err = -errno;
 		goto err_free;
@@ -177,9 +380,15 @@ err_free:
 
 void bm_loader__free(struct bm_loader *l)
 {
+	int i;
+
 	if (!l)
 		return;
 	ring_buffer__free(l->rb);
+	for (i = 0; i < M__MAX; i++)
+		if (l->fd[i] >= 0)
+			close(l->fd[i]);
+	detach(l);
 	bm_meter_bpf__destroy(l->skel);
 	free(l);
 }
@@ -194,10 +403,10 @@ static int meter_map(struct bm_loader *l, const struct bm_cgroup *cg, const void
 {
 	if (l->feat.cgrp_storage) {
 		*key = &cg->dirfd;
-		return bpf_map__fd(l->skel->maps.bm_cgst);
+		return l->fd[M_CGST];
 	}
 	*key = &cg->id;
-	return bpf_map__fd(l->skel->maps.bm_cghash);
+	return l->fd[M_CGHASH];
 }
 
 int bm_loader__add(struct bm_loader *l, const struct bm_cgroup *cg, uint64_t window_ns,
@@ -251,7 +460,7 @@ int bm_loader__read(struct bm_loader *l, const struct bm_cgroup *cg, struct bm_m
 /* Forget mms charged to cg whose teardown happened out of its sight. */
 static void drop_mms(struct bm_loader *l, uint64_t cgid)
 {
-	int fd = bpf_map__fd(l->skel->maps.bm_mm);
+	int fd = l->fd[M_MM];
 	uint64_t key, next, stale[256];
 	struct bm_mm_state st;
 	unsigned int n = 0, i;
@@ -280,7 +489,7 @@ int bm_loader__del(struct bm_loader *l, const struct bm_cgroup *cg)
 
 int bm_loader__stats(struct bm_loader *l, uint64_t out[BM_STAT__MAX])
 {
-	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(l->skel->maps.bm_stats);
+	int ncpu = libbpf_num_possible_cpus(), fd = l->fd[M_STATS];
 	uint32_t i;
 	int c;
 

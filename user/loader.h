@@ -20,6 +20,12 @@ struct bm_loader_opts {
 	bool force_hash;	/* meters in a hash map even where cgroup storage exists */
 	bm_event_fn on_event;	/* called from bm_loader__poll() for each record */
 	void *ctx;
+	/*
+	 * Pin maps and links under this bpffs directory (the agent), so that
+	 * metering goes on while no agent runs; a meter already pinned there
+	 * with the same ABI is adopted instead of loading a second one.
+	 */
+	const char *pin_dir;
 };
 
 /* What the probes chose, for the outcome and for tests. */
@@ -30,9 +36,16 @@ struct bm_features {
 	const char *net;	/* "sock_send_length", "fexit", or "none" */
 };
 
-/* Probe, load and attach. Returns NULL and sets errno. */
+/* Probe, load and attach (or adopt the pinned meter). Returns NULL and sets errno. */
 struct bm_loader *bm_loader__open(const struct bm_loader_opts *opts);
+/* Close our handles; what is pinned stays attached. NULL-safe. */
 void bm_loader__free(struct bm_loader *l);
+/* Was the meter adopted from pins rather than loaded? */
+bool bm_loader__adopted(const struct bm_loader *l);
+/* Remove the pins (the programs detach once the last handle closes). Returns 0 or -errno. */
+int bm_loader__unpin(struct bm_loader *l);
+/* Program ids of the meter (for bpf_stats), up to max; returns how many. */
+int bm_loader__prog_ids(const struct bm_loader *l, uint32_t *ids, int max);
 const struct bm_features *bm_loader__features(const struct bm_loader *l);
 
 /*
