@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-#include <cyaml/cyaml.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "parse.h"
 #include "policy_yaml.h"
+#include "yamldoc.h"
 
 #define MS_MAX (3600ULL * 1000)
 #define POLICY_MAX_BYTES (256 * 1024)
@@ -99,126 +98,6 @@ static const cyaml_schema_value_t policy_schema = {
 	CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct y_policy, policy_fields),
 };
 
-/* libcyaml reports through its log: keep the first error and the innermost line/column. */
-struct log_ctx {
-	char msg[256];
-	unsigned int line, col;
-};
-
-static void on_log(cyaml_log_t level, void *ctx, const char *fmt, va_list ap)
-{
-	struct log_ctx *lc = ctx;
-	char buf[256];
-	unsigned int line, col;
-	char *p;
-
-	if (level < CYAML_LOG_ERROR)
-		return;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	buf[strcspn(buf, "\n")] = '\0';
-	p = strstr(buf, "(line: ");
-	if (p && sscanf(p, "(line: %u, column: %u)", &line, &col) == 2) {
-		if (!lc->line) {
-			lc->line = line;
-			lc->col = col;
-		}
-		return;
-	}
-	if (!lc->msg[0]) {
-		p = strncmp(buf, "Load: ", 6) ? buf : buf + 6;
-		snprintf(lc->msg, sizeof(lc->msg), "%s", p);
-	}
-}
-
-/*
- * Where a value sits in the text: follow path (mapping keys, or "#N" for
- * the Nth item of a sequence) through libyaml's events. 1-based line and
- * column of the node; 0 and 0 if it is not there.
- */
-struct frame {
-	bool map, want_key;
-	int idx;
-	char key[64];
-};
-
-static bool at_path(const struct frame *f, int depth, const char *const *path, int want)
-{
-	char item[16];
-	int i;
-
-	if (depth != want)
-		return false;
-	for (i = 0; i < depth; i++) {
-		snprintf(item, sizeof(item), "#%d", f[i].idx);
-		if (strcmp(f[i].map ? f[i].key : item, path[i]))
-			return false;
-	}
-	return true;
-}
-
-/* A value node ended: its parent now wants a key (mapping) or its next item (sequence). */
-static void value_done(struct frame *f, int depth)
-{
-	if (!depth)
-		return;
-	if (f[depth - 1].map)
-		f[depth - 1].want_key = true;
-	else
-		f[depth - 1].idx++;
-}
-
-static void locate(const char *text, size_t len, const char *const *path, int want,
-		   const char *key, unsigned int *line, unsigned int *col)
-{
-	struct frame f[16];
-	yaml_parser_t parser;
-	yaml_event_t ev;
-	int depth = 0;
-	bool done = false;
-
-	*line = *col = 0;
-	if (!yaml_parser_initialize(&parser))
-		return;
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	while (!done && yaml_parser_parse(&parser, &ev)) {
-		bool start = ev.type == YAML_SCALAR_EVENT || ev.type == YAML_MAPPING_START_EVENT ||
-			     ev.type == YAML_SEQUENCE_START_EVENT;
-
-		if (ev.type == YAML_STREAM_END_EVENT) {
-			done = true;
-		} else if (start && depth && f[depth - 1].map && f[depth - 1].want_key) {
-			if (ev.type == YAML_SCALAR_EVENT)
-				snprintf(f[depth - 1].key, sizeof(f[0].key), "%s", ev.data.scalar.value);
-			f[depth - 1].want_key = false;
-			/* looking for a key by name: the first one that has it */
-			if (key && ev.type == YAML_SCALAR_EVENT && !strcmp((char *)ev.data.scalar.value, key)) {
-				*line = ev.start_mark.line + 1;
-				*col = ev.start_mark.column + 1;
-				done = true;
-			}
-		} else if (start) {
-			if (!key && at_path(f, depth, path, want)) {
-				*line = ev.start_mark.line + 1;
-				*col = ev.start_mark.column + 1;
-				done = true;
-			} else if (ev.type == YAML_SCALAR_EVENT) {
-				value_done(f, depth);
-			} else if (depth < 16) {
-				f[depth].map = ev.type == YAML_MAPPING_START_EVENT;
-				f[depth].want_key = true;
-				f[depth].idx = 0;
-				f[depth].key[0] = '\0';
-				depth++;
-			}
-		} else if ((ev.type == YAML_MAPPING_END_EVENT || ev.type == YAML_SEQUENCE_END_EVENT) && depth) {
-			depth--;
-			value_done(f, depth);
-		}
-		yaml_event_delete(&ev);
-	}
-	yaml_parser_delete(&parser);
-}
-
 struct loader {
 	const char *text, *name;
 	size_t len;
@@ -226,19 +105,8 @@ struct loader {
 	size_t errlen;
 };
 
-static int fail(struct loader *ld, const char *const *path, int depth, const char *fmt, ...)
-{
-	unsigned int line, col;
-	char what[200];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	locate(ld->text, ld->len, path, depth, NULL, &line, &col);
-	snprintf(ld->err, ld->errlen, "%s:%u:%u: %s", ld->name, line, col, what);
-	return -EINVAL;
-}
+#define fail(ld, path, depth, ...) \
+	bm_yaml_fail((ld)->text, (ld)->len, (ld)->name, path, depth, (ld)->err, (ld)->errlen, __VA_ARGS__)
 
 /* A level in the dimension's unit: cores, bytes, tasks, bytes per second. */
 static int parse_level(enum bm_pdim d, const char *s, double *out)
@@ -333,29 +201,17 @@ int bm_policy_load(const char *text, size_t len, const char *name, const char *t
 		   const char *tool, struct bm_policy *out, char *err, size_t errlen)
 {
 	struct loader ld = { text, name, len, err, errlen };
-	struct log_ctx lc = { 0 };
-	const cyaml_config_t cfg = {
-		.log_fn = on_log, .log_ctx = &lc, .mem_fn = cyaml_mem,
-		.log_level = CYAML_LOG_ERROR, .flags = CYAML_CFG_NO_ALIAS,
-	};
 	const char *path[8] = { 0 };
 	struct y_policy *y = NULL;
-	char idx[16];
 	bool matched = false;
+	char idx[16];
 	unsigned int i;
-	cyaml_err_t cerr;
-	int ret = 0;
+	int ret;
 
 	bm_policy_default(out);
-	cerr = cyaml_load_data((const uint8_t *)text, len, &cfg, &policy_schema, (cyaml_data_t **)&y, NULL);
-	if (cerr != CYAML_OK) {
-		/* libcyaml places an unknown key at its mapping; find the key itself */
-		if (!strncmp(lc.msg, "Unexpected key: ", 16))
-			locate(text, len, NULL, 0, lc.msg + 16, &lc.line, &lc.col);
-		snprintf(err, errlen, "%s:%u:%u: %s", name, lc.line, lc.col,
-			 lc.msg[0] ? lc.msg : cyaml_strerror(cerr));
-		return -EINVAL;
-	}
+	ret = bm_yaml_load(text, len, name, &policy_schema, (void **)&y, err, errlen);
+	if (ret)
+		return ret;
 	/* an empty document loads as OK with nothing in it */
 	if (!y) {
 		snprintf(err, errlen, "%s:1:1: empty policy (expected a mapping with defaults or rules)", name);
@@ -381,35 +237,25 @@ int bm_policy_load(const char *text, size_t len, const char *name, const char *t
 		ret = apply_dims(&ld, &y->rules[i].d, match ? out : &scratch, path, 2);
 		matched |= match;
 	}
-	cyaml_free(&cfg, &policy_schema, y, 0);
+	bm_yaml_free(&policy_schema, y);
 	return ret;
 }
 
 int bm_policy_load_file(const char *path, const char *tenant, const char *tool,
 			struct bm_policy *out, char *err, size_t errlen)
 {
-	char *buf;
 	size_t n;
-	FILE *f;
+	char *buf;
 	int ret;
 
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	buf = malloc(POLICY_MAX_BYTES + 1);
-	if (!buf) {
-		fclose(f);
-		return -ENOMEM;
-	}
-	n = fread(buf, 1, POLICY_MAX_BYTES + 1, f);
-	ret = ferror(f) ? -EIO : 0;
-	fclose(f);
-	if (!ret && n > POLICY_MAX_BYTES) {
+	ret = bm_yaml_read(path, POLICY_MAX_BYTES, &buf, &n);
+	if (ret == -EFBIG) {
 		snprintf(err, errlen, "%s:1:1: larger than %d bytes", path, POLICY_MAX_BYTES);
-		ret = -EINVAL;
+		return -EINVAL;
 	}
-	if (!ret)
-		ret = bm_policy_load(buf, n, path, tenant, tool, out, err, errlen);
+	if (ret)
+		return ret;
+	ret = bm_policy_load(buf, n, path, tenant, tool, out, err, errlen);
 	free(buf);
 	return ret;
 }
