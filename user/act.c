@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "act.h"
@@ -37,26 +36,6 @@ static void record(struct bm_actuator *a, const char *action, const struct bm_ve
 		.observed = va->observed,
 		.threshold = va->threshold,
 	};
-}
-
-/* SIGTERM to every process of the effect: cgroup.procs lists them. */
-static int signal_all(struct bm_cgroup *cg, int sig)
-{
-	char buf[65536], *p, *end;
-	int n;
-
-	n = bm_read_file(cg->dirfd, "cgroup.procs", buf, sizeof(buf));
-	if (n < 0)
-		return n;
-	for (p = buf; *p; p = end) {
-		long pid = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		if (pid > 0)
-			kill((pid_t)pid, sig);
-	}
-	return 0;
 }
 
 static int set_frozen(struct bm_actuator *a, bool on)
@@ -141,7 +120,8 @@ int bm_act_do(struct bm_actuator *a, const struct bm_verdict_action *va, const c
 		end_freeze(a, now);
 		break;
 	case BM_ACT_CANCEL:
-		err = signal_all(a->cg, SIGTERM);
+		err = bm_cgroup__signal(a->cg, SIGTERM);
+		err = err < 0 ? err : 0;
 		a->ended = true;
 		a->cause = va->dim;
 		a->by = by;

@@ -214,26 +214,34 @@ int bm_cgroup__populated(struct bm_cgroup *cg)
 	return p[10] == '1';
 }
 
+int bm_cgroup__signal(struct bm_cgroup *cg, int sig)
+{
+	char buf[65536], *p, *end;
+	int n, sent = 0;
+
+	n = bm_read_file(cg->dirfd, "cgroup.procs", buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	for (p = buf; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (pid > 0 && !kill((pid_t)pid, sig))
+			sent++;
+	}
+	return sent;
+}
+
 /* Pre-5.14 kernels have no cgroup.kill: SIGKILL what cgroup.procs lists until nothing is left. */
 static int kill_by_procs(struct bm_cgroup *cg)
 {
-	char buf[65536], *p, *end;
 	int round, n;
 
 	for (round = 0; round < 100; round++) {
-		n = bm_read_file(cg->dirfd, "cgroup.procs", buf, sizeof(buf));
-		if (n < 0)
+		n = bm_cgroup__signal(cg, SIGKILL);
+		if (n <= 0)
 			return n;
-		if (!n)
-			return 0;
-		for (p = buf; *p; p = end) {
-			long pid = strtol(p, &end, 10);
-
-			if (end == p)
-				break;
-			if (pid > 0)
-				kill((pid_t)pid, SIGKILL);
-		}
 	}
 	return -EAGAIN;
 }

@@ -49,6 +49,8 @@ struct bm_cgroup {
 struct bm_cgroup *bm_cgroup__create(const char *parent_dir, const char *name);
 /* Kill every task in the cgroup: cgroup.kill (5.14+), else SIGKILL through cgroup.procs. */
 int bm_cgroup__kill(struct bm_cgroup *cg);
+/* Send sig to every process cgroup.procs lists. Returns how many got it, or -errno. */
+int bm_cgroup__signal(struct bm_cgroup *cg, int sig);
 /* 1 if any task is in the cgroup, 0 if none, -errno. */
 int bm_cgroup__populated(struct bm_cgroup *cg);
 /* Wait until empty or timeout_ms passes. Returns 0, -ETIMEDOUT or -errno. */

@@ -4,6 +4,8 @@
 #define BM_EFFECT_H
 
 #include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /*
@@ -19,6 +21,25 @@ struct bm_child {
 };
 
 /*
+ * How the command is started, beyond argv (NULL to inherit everything):
+ * environment, directory, stdio, identity and the sandbox of an execution
+ * request, applied in the child between entering the cgroup and exec.
+ */
+struct bm_exec {
+	char *const *envp;		/* NULL: inherit */
+	const char *cwd;		/* NULL: inherit */
+	int stdio[3];			/* -1: inherit */
+	bool set_ids;			/* run as uid/gid, supplementary groups dropped */
+	uid_t uid;
+	gid_t gid;
+	bool drop_caps;			/* empty capability sets, bounding and ambient too */
+	bool no_new_privs;
+	bool new_netns;			/* network policy none: only a loopback of its own */
+	bool ro_root;			/* / read-only in a mount namespace of its own */
+	uint64_t tmpfs_bytes;		/* with ro_root: a writable /tmp of this size (0 = none) */
+};
+
+/*
  * clone3(CLONE_INTO_CGROUP | CLONE_PIDFD) into cgroup_fd; the child writes
  * "0" into each of join_fds[0..n_join) (cgroup.procs of v1 twins; -1
  * skipped), then execs argv with an empty signal mask. Returns 0 once the
@@ -27,5 +48,22 @@ struct bm_child {
  */
 int bm_effect_spawn(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
 		    struct bm_child *child);
+/* The same, with exec options x (NULL = bm_effect_spawn()). */
+int bm_effect_spawn_ex(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
+		       const struct bm_exec *x, struct bm_child *child);
+
+/*
+ * Start the command under a shim: a forked process of ours, in its own
+ * session, that spawns it (as bm_effect_spawn_ex()), waits for it and
+ * writes "W <wait status>" to status_path (atomically) before it exits.
+ * The shim outlives a crashed agent, so the exit status survives it too.
+ * On success shim gets the shim's pid and pidfd, *effect_pid the command's.
+ * Returns 0, a positive exec errno, or -errno.
+ */
+int bm_effect_shim(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
+		   const struct bm_exec *x, const char *status_path, struct bm_child *shim,
+		   pid_t *effect_pid);
+/* Read a shim's status file: 0 and *wait_status, or -errno. */
+int bm_effect_shim_status(const char *status_path, int *wait_status);
 
 #endif /* BM_EFFECT_H */

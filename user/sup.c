@@ -301,10 +301,13 @@ void bm_sup__tick(struct bm_sup *s)
 		arm_timer(s->timer_fd, next);
 }
 
+/* To the command by its pidfd when we are its parent, else to every process of the effect. */
 static void send_child(struct bm_sup *s, int sig)
 {
 	if (s->child.pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, s->child.pidfd, sig, NULL, 0);
+	else if (s->cg)
+		bm_cgroup__signal(s->cg, sig);
 }
 
 void bm_sup__cancel(struct bm_sup *s, int sig)
