@@ -188,6 +188,33 @@ int bm_ceilings_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *c
 	return 0;
 }
 
+void bm_ceilings_adopt(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
+		       struct bm_ceilings *c)
+{
+	struct stat st;
+	int i;
+
+	memset(c, 0, sizeof(*c));
+	for (i = 0; i < BM_V1__MAX; i++)
+		c->join_fd[i] = -1;
+	c->v1_cpu_dirfd = c->v1_mem_dirfd = -1;
+	c->v2_dirfd = cg->dirfd;
+	/* the v1 twins have the effect's name: find them to read their events and remove them */
+	for (i = 0; env->mode == BM_CG_HYBRID && i < BM_V1__MAX; i++) {
+		const char *self = env->v1_self[i];
+
+		if (!env->v1_mount[i][0])
+			continue;
+		snprintf(c->v1_dir[i], PATH_MAX, "%s%s/%s", env->v1_mount[i], strcmp(self, "/") ? self : "", name);
+		if (stat(c->v1_dir[i], &st) < 0)
+			c->v1_dir[i][0] = '\0';
+	}
+	if (c->v1_dir[BM_V1_MEMORY][0])
+		c->v1_mem_dirfd = open(c->v1_dir[BM_V1_MEMORY], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c->v1_dir[BM_V1_CPU][0])
+		c->v1_cpu_dirfd = open(c->v1_dir[BM_V1_CPU], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
 const int *bm_ceilings_join_fds(const struct bm_ceilings *c, int *n)
 {
 	*n = BM_V1__MAX;

@@ -37,6 +37,10 @@ struct bm_ceilings {
 int bm_ceilings_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
 		      const struct bm_limits *lim, bool cpu_throttle, struct bm_ceilings *c);
 
+/* Find the ceilings an earlier agent put on cg (its v1 twins by name), to read and remove them. */
+void bm_ceilings_adopt(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
+		       struct bm_ceilings *c);
+
 /* The fds the child writes "0" into before exec (-1 entries skipped); count in *n. */
 const int *bm_ceilings_join_fds(const struct bm_ceilings *c, int *n);
 

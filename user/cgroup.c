@@ -159,6 +159,38 @@ int bm_cgroup_id(int dirfd, uint64_t *id)
 	return 0;
 }
 
+/* Open the directory at cg->path (made or found) and learn its id. */
+static int open_dir(struct bm_cgroup *cg)
+{
+	cg->dirfd = open(cg->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cg->dirfd < 0)
+		return -errno;
+	cg->events_fd = openat(cg->dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC);
+	if (cg->events_fd < 0)
+		return -errno;
+	return bm_cgroup_id(cg->dirfd, &cg->id);
+}
+
+struct bm_cgroup *bm_cgroup__open(const char *path)
+{
+	struct bm_cgroup *cg = calloc(1, sizeof(*cg));
+	int err;
+
+	if (!cg)
+		return NULL;
+	cg->dirfd = cg->events_fd = -1;
+	if (snprintf(cg->path, sizeof(cg->path), "%s", path) >= (int)sizeof(cg->path))
+		err = -ENAMETOOLONG;
+	else
+		err = open_dir(cg);
+	if (err) {
+		bm_cgroup__free(cg);
+		errno = -err;
+		return NULL;
+	}
+	return cg;
+}
+
 struct bm_cgroup *bm_cgroup__create(const char *parent_dir, const char *name)
 {
 	struct bm_cgroup *cg;
@@ -177,17 +209,7 @@ struct bm_cgroup *bm_cgroup__create(const char *parent_dir, const char *name)
 		err = -errno;
 		goto err_free;
 	}
-	cg->dirfd = open(cg->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (cg->dirfd < 0) {
-		err = -errno;
-		goto err_rmdir;
-	}
-	cg->events_fd = openat(cg->dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC);
-	if (cg->events_fd < 0) {
-		err = -errno;
-		goto err_rmdir;
-	}
-	err = bm_cgroup_id(cg->dirfd, &cg->id);
+	err = open_dir(cg);
 	if (err)
 		goto err_rmdir;
 	return cg;

@@ -47,6 +47,8 @@ struct bm_cgroup {
  * and sets errno (EEXIST: an effect with that name is running).
  */
 struct bm_cgroup *bm_cgroup__create(const char *parent_dir, const char *name);
+/* Open an existing cgroup directory (an effect re-adopted after a restart). NULL + errno. */
+struct bm_cgroup *bm_cgroup__open(const char *path);
 /* Kill every task in the cgroup: cgroup.kill (5.14+), else SIGKILL through cgroup.procs. */
 int bm_cgroup__kill(struct bm_cgroup *cg);
 /* Send sig to every process cgroup.procs lists. Returns how many got it, or -errno. */

@@ -53,6 +53,8 @@ static void arm_timer(int fd, uint64_t at_ns)
 	timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
+static int make_timers(struct bm_sup *s);
+
 /* Crossing thresholds (per window) and kernel kill levels from the policy. */
 static void kernel_levels(struct bm_sup *s, uint64_t thresh[BM_DIM__MAX], uint64_t kill_at[BM_DIM__MAX])
 {
@@ -139,12 +141,64 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 		    o->window_ns);
 
 	s->failed_step = "create timers";
+	err = make_timers(s);
+	if (err)
+		return err;
+	s->failed_step = NULL;
+	s->phase = BM_SUP_RUNNING;
+	return 0;
+}
+
+static int make_timers(struct bm_sup *s)
+{
 	s->deadline_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (s->deadline_fd < 0 || s->timer_fd < 0)
 		return -errno;
-	if (o->limits.timeout_ns)
-		arm_timer(s->deadline_fd, s->start_ns + o->limits.timeout_ns);
+	if (s->o.limits.timeout_ns)
+		arm_timer(s->deadline_fd, s->start_ns + s->o.limits.timeout_ns);
+	/* look once now: whatever happened while nobody watched */
+	arm_timer(s->timer_fd, 0);
+	return 0;
+}
+
+int bm_sup__adopt(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_env *env,
+		  const char *cgroup_path, const struct bm_sup_opts *o)
+{
+	struct bm_meter m;
+	int err, p;
+
+	s->o = *o;
+	s->loader = l;
+	bm_policy_ceilings(&s->o.policy, o->limits.cpu_milli / 1000.0, (double)o->limits.memory_bytes,
+			   (double)o->limits.pids);
+	for (p = 0; p < BM_P__MAX; p++)
+		s->acting |= s->o.policy.dim[p].soft > 0 || s->o.policy.dim[p].hard > 0;
+	bm_ladder_init(&s->lad);
+	init_outcome(s);
+	snprintf(s->name, sizeof(s->name), "burstmeter.%s.%s", o->tenant, o->id);
+	s->failed_step = "open the cgroup";
+	s->cg = bm_cgroup__open(cgroup_path);
+	if (!s->cg)
+		return -errno;
+	s->out.cgroup = s->cg->path;
+	bm_ceilings_adopt(env, s->cg, s->name, &s->ceil);
+	s->failed_step = "find its meter";
+	err = bm_loader__read(l, s->cg, &m);
+	if (err)
+		return err;
+	s->metered = true;
+	/* the effect's clock started with its first window */
+	s->o.window_ns = m.window_ns;
+	s->start_ns = m.first_win * m.window_ns;
+	s->out.started_wall_ns = bm_wall_ns() - (bm_now_ns() - s->start_ns);
+	s->out.net_source = bm_loader__features(l)->net;
+	bm_act_init(&s->act, s->cg, &s->ceil, &s->o.policy, &s->o.limits, &s->out, s->start_ns,
+		    m.window_ns);
+	s->failed_step = "create timers";
+	err = make_timers(s);
+	if (err)
+		return err;
 	s->failed_step = NULL;
 	s->phase = BM_SUP_RUNNING;
 	return 0;

@@ -71,6 +71,14 @@ void bm_sup__init(struct bm_sup *s);
 int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_env *env,
 		  const char *parent_dir, const struct bm_sup_opts *o);
 
+/*
+ * Take over an effect an earlier agent started (its cgroup at cgroup_path
+ * and its meter still there): the ladder starts afresh, the meter's counts
+ * go on. Returns 0 or -errno (s->failed_step names the step).
+ */
+int bm_sup__adopt(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_env *env,
+		  const char *cgroup_path, const struct bm_sup_opts *o);
+
 /* Start the command in the cgroup: bm_effect_spawn()'s return (0, >0 exec errno, -errno). */
 int bm_sup__spawn(struct bm_sup *s);
 
