@@ -33,15 +33,24 @@ struct bm_timeline {
 	double ceiling[BM_DIM__MAX];	/* display units, 0 = none */
 };
 
-/* Append window i's values (display units) for every dimension; grows as needed. Returns 0 or -ENOMEM. */
+/*
+ * Append window i's values (display units) for every dimension; grows as
+ * needed. Returns 0 or -ENOMEM. Start from a zeroed struct with window_ns
+ * set. NaN, inf and negative values are stored as 0.
+ */
 int bm_series_push(struct bm_series *s, const double v[BM_DIM__MAX]);
+/* Free the arrays and zero the counts (window_ns is kept); NULL is fine. */
 void bm_series_free(struct bm_series *s);
 
 /*
  * Write the timeline as one SVG document: a panel per dimension (CPU cores,
  * memory, tasks, send rate, run-queue wait) over time, ceilings as dashed
  * lines, actions as marked vertical lines with their labels. Valid XML
- * (names and labels escaped). Returns 0 or -errno.
+ * (names and labels escaped; bytes that are not UTF-8 become U+FFFD). More
+ * windows than pixel columns are drawn as the maximum of each column, so a
+ * one-window spike stays visible. Marks and t->s may be NULL; no windows
+ * renders a small document saying "no windows". Returns 0, -EINVAL (f or t
+ * NULL), -ENOMEM, or the write error (-EIO if the stream did not say).
  */
 int bm_series_svg(FILE *f, const struct bm_timeline *t);
 
