@@ -5,7 +5,10 @@
  * outcome. Effects are keyed by (tenant, id): a tenant sees only its own.
  * Every function returns 0 or -errno (-ENOENT: no such effect, -EEXIST:
  * the (tenant, id) exists, -EIO: SQLite failed); pointer functions return
- * NULL and set errno.
+ * NULL and set errno. Also -EINVAL: a bad argument or a schema CHECK (invalid
+ * JSON, priority), -EBUSY: still locked after the busy timeout, -ENOSPC/-ENOMEM.
+ * A struct bm_store is one connection with cached statements: one thread at a
+ * time; other threads and processes open their own.
  */
 #ifndef BM_STORE_H
 #define BM_STORE_H
@@ -16,6 +19,10 @@
 #include <stdint.h>
 
 #include "parse.h"
+
+/* PRAGMA application_id ("bmst") and user_version of the schema this build writes */
+#define BM_STORE_APPLICATION_ID 1651340148
+#define BM_STORE_SCHEMA_VERSION 2
 
 enum bm_state {
 	BM_ST_QUEUED,
@@ -30,7 +37,7 @@ enum bm_state {
 	BM_ST__MAX,
 };
 
-/* "queued", "running", ..., "deadline_exceeded" */
+/* "queued", "running", ..., "deadline_exceeded"; "unknown" out of range, never NULL */
 const char *bm_state_name(enum bm_state s);
 /* Returns 0 and sets *s, or -EINVAL for an unknown name. */
 int bm_state_parse(const char *name, enum bm_state *s);
@@ -57,32 +64,50 @@ struct bm_store;
  * Open (create) dir/state.db. A database of a newer schema, or one that is
  * not a burstmeter store or is corrupt, is refused with one line in err
  * naming the file and what is wrong (errno EINVAL/EPROTO). An older schema
- * is migrated in one transaction.
+ * is migrated in one transaction. A file that is not ours (by PRAGMA
+ * application_id) is never written to. The dir is created 0700 if missing,
+ * state.db 0600.
  */
 struct bm_store *bm_store__open(const char *dir, char *err, size_t errlen);
 void bm_store__free(struct bm_store *st);
 
-/* Insert a new effect (request_json required, outcome_json ignored). -EEXIST if (tenant, id) exists. */
+/*
+ * Insert a new effect (request_json required, outcome_json ignored). -EEXIST if (tenant, id)
+ * exists. state must be queued or running: it is the first transition, at created_ms, and
+ * updated_ms is set to created_ms (whatever row->updated_ms says).
+ */
 int bm_store__insert(struct bm_store *st, const struct bm_effect_row *row);
 /* Fill *out (bm_effect_row_clear() it after). */
 int bm_store__get(struct bm_store *st, const char *tenant, const char *id, struct bm_effect_row *out);
-/* Move to state `to` at at_ms and record the transition. A final state is never left (-EINVAL). */
+/*
+ * Move to state `to` at at_ms and record the transition. A final state is never left (-EINVAL,
+ * even towards itself). Moving to the current (non-final) state is a no-op: 0, nothing recorded.
+ * Ending without an outcome (cancelled while queued) is allowed; bm_store__finish stores one.
+ */
 int bm_store__transition(struct bm_store *st, const char *tenant, const char *id, enum bm_state to,
 			 int64_t at_ms);
-/* Record where it runs, for re-adoption after a restart. */
+/* Record where it runs, for re-adoption after a restart. -EINVAL once it ended. */
 int bm_store__set_runtime(struct bm_store *st, const char *tenant, const char *id, const char *cgroup,
 			  int64_t pid, uint64_t pid_start);
-/* Store the outcome (must be valid JSON: checked by SQLite's json_valid) and move to final state. */
+/*
+ * Store the outcome (must be valid JSON: checked by SQLite's json_valid) and move to final state.
+ * -EINVAL if `final` is not final, the JSON is invalid or the effect already ended.
+ */
 int bm_store__finish(struct bm_store *st, const char *tenant, const char *id, const char *outcome_json,
 		     enum bm_state final, int64_t at_ms);
 
 typedef int (*bm_row_fn)(const struct bm_effect_row *row, void *ctx);
-/* Effects of tenant (NULL: all tenants) in state (-1: any), newest first, at most limit; fn may stop with non-zero. */
+/*
+ * Effects of tenant (NULL: all tenants) in state (-1: any), newest first (created_ms, then id),
+ * at most limit (0: none, UINT_MAX: all). Returns 0, fn's first non-zero return (which stops the
+ * walk) or -errno. The row and its strings are lent to fn for the call only. fn may call the
+ * store; a nested walk of the same kind returns -EBUSY.
+ */
 int bm_store__list(struct bm_store *st, const char *tenant, int state, unsigned int limit, bm_row_fn fn,
 		   void *ctx);
 
 typedef int (*bm_transition_fn)(enum bm_state s, int64_t at_ms, void *ctx);
-/* Transitions of one effect, oldest first. */
+/* Transitions of one effect, oldest first (recording order). Returns as bm_store__list does. */
 int bm_store__transitions(struct bm_store *st, const char *tenant, const char *id, bm_transition_fn fn,
 			  void *ctx);
 
