@@ -131,14 +131,29 @@ static __always_inline void charge(struct task_struct *t)
 	m = meter_of(t);
 	if (!m)
 		return;
-	ts = bpf_task_storage_get(&bm_task, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!ts) {
-		stat_inc(BM_STAT_TASK_FULL);
-		return;
-	}
 	now = bpf_ktime_get_ns();
 	sum = t->se.sum_exec_runtime;
 	rd = t->sched_info.run_delay;
+	ts = bpf_task_storage_get(&bm_task, t, 0, 0);
+	if (!ts) {
+		/*
+		 * First sight. A task born in the effect is charged all it ran; one
+		 * that was there before the meter (attached, or a cgroup metered
+		 * while it runs) only what it runs from now on.
+		 */
+		struct bm_task_state init = {};
+
+		if (t->start_time < m->first_win * m->window_ns) {
+			init.charged_ns = sum;
+			init.run_delay_ns = rd;
+			init.until_ns = now;
+		}
+		ts = bpf_task_storage_get(&bm_task, t, &init, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!ts) {
+			stat_inc(BM_STAT_TASK_FULL);
+			return;
+		}
+	}
 	cpu = sum - ts->charged_ns;
 	wait = rd - ts->run_delay_ns;
 	ts->charged_ns = sum;
@@ -246,6 +261,33 @@ int BPF_PROG(bm_fork, struct task_struct *parent, struct task_struct *child)
 
 	if (m)
 		tasks_add(child, m, 1, cgroup_of(parent) == cgroup_of(child));
+	return 0;
+}
+
+/* A task moved into a metered cgroup (attach): it counts from now on, as if forked in. */
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(bm_attach, struct cgroup *dst, const char *path, struct task_struct *task)
+{
+	struct bm_meter *m;
+
+	struct bm_task_state init = {}, *ts;
+
+	/* v1 hierarchies fire this too: only a move in the default (v2) hierarchy counts */
+	if (cgroup_of(task) != dst)
+		return 0;
+	m = meter_of(task);
+	if (!m)
+		return 0;
+	/* what it ran before the move is not the effect's: charge from here */
+	init.charged_ns = task->se.sum_exec_runtime;
+	init.run_delay_ns = task->sched_info.run_delay;
+	init.until_ns = bpf_ktime_get_ns();
+	ts = bpf_task_storage_get(&bm_task, task, &init, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (ts && ts->charged_ns < init.charged_ns) {
+		/* it had storage from an earlier effect: start over all the same */
+		*ts = init;
+	}
+	tasks_add(task, m, 1, 0);
 	return 0;
 }
 

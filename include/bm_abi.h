@@ -26,6 +26,13 @@
 #define BM_SPLIT 8
 /* log2 buckets: [0] holds 0, [k] holds [2^(k-1), 2^k); values from 2^62 up go to [62]. */
 #define BM_HIST_BUCKETS 64
+/*
+ * CPU windows are bucketed as cores x 2^10 (ns x 1024 / window_ns), not
+ * in ns: then the bucket edges are powers of two of cores, 1/1024 to 2^52,
+ * for any window length, and a window at exactly one core is not drawn
+ * in the bucket up to 1.68 cores that 10 ms in ns would give.
+ */
+#define BM_CPU_HIST_SHIFT 10
 #define BM_WINDOW_NS_DEFAULT 10000000ULL
 #define BM_WINDOW_NS_MIN 1000000ULL
 #define BM_WINDOW_NS_MAX 1000000000ULL

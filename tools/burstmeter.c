@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "common.h"
 #include "run.h"
 
@@ -31,6 +32,10 @@ static int cmd_help(int argc, char **argv);
 
 static const struct cmd cmds[] = {
 	{ "run", cmd_run, "run one command as a metered effect in its own cgroup" },
+	{ "agent", bm_cmd_agent, "the node agent: API socket, state store, /metrics" },
+	{ "effects", bm_cmd_effects, "list this tenant's effects (through the agent)" },
+	{ "show", bm_cmd_show, "an effect's state and outcome; --svg draws its timeline" },
+	{ "cancel", bm_cmd_cancel, "cancel an effect (through the agent)" },
 	{ "help", cmd_help, "this help" },
 };
 

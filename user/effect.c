@@ -154,6 +154,10 @@ static void child_exec(const int *join_fds, int n_join, char *const argv[], cons
 		ce.join = 1;
 		goto fail;
 	}
+	/* a shim ignores SIGTERM for itself; the command must not inherit that */
+	for (i = 1; i < 32; i++)
+		if (i != SIGKILL && i != SIGSTOP)
+			signal(i, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (x && x->envp)

@@ -236,7 +236,10 @@ void bm_export__windows(struct bm_export *e, const char *tenant, const char *too
 
 	if (!c)
 		return;
-	if (d == BM_DIM_CPU || d == BM_DIM_NET)
+	/* CPU buckets are cores x 2^BM_CPU_HIST_SHIFT already; bytes per window become per second */
+	if (d == BM_DIM_CPU)
+		den = (double)(1U << BM_CPU_HIST_SHIFT);
+	else if (d == BM_DIM_NET)
 		den = (double)window_ns;
 	for (k = 0, j = e->off[d]; k < BM_HIST_BUCKETS; k++) {
 		if (!hist[k])

@@ -56,13 +56,14 @@ static void bar(FILE *f, uint64_t n, uint64_t max)
 static void row(FILE *f, enum bm_dim d, int b, uint64_t n, uint64_t max, uint64_t window_ns)
 {
 	char lo[32], hi[32];
-	double l = b > 1 ? bm_window_bucket_upper(b - 1) : 1;
 
 	if (!b) {
 		fprintf(f, "%26s : %-8llu ", "0", (unsigned long long)n);
 	} else {
-		bm_fmt_value(d, bm_window_display(d, l, window_ns), lo, sizeof(lo));
-		bm_fmt_value(d, bm_window_display(d, bm_window_bucket_upper(b), window_ns), hi, sizeof(hi));
+		/* bucket 1 starts at the smallest non-zero value, the others where the last ended */
+		bm_fmt_value(d, b > 1 ? bm_window_bucket_edge(d, b - 1, window_ns)
+				      : bm_window_bucket_edge(d, 1, window_ns) / 2, lo, sizeof(lo));
+		bm_fmt_value(d, bm_window_bucket_edge(d, b, window_ns), hi, sizeof(hi));
 		fprintf(f, "%11s -> %-11s : %-8llu ", lo, hi, (unsigned long long)n);
 	}
 	bar(f, n, max);

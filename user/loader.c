@@ -219,12 +219,15 @@ static int pin(struct bm_loader *l)
 			return err;
 	}
 	for (i = 0; i < l->n_links; i++) {
-		snprintf(name, sizeof(name), "link.%d", i);
+		/* bpffs refuses names with a dot (it keeps them for its own files) */
+		snprintf(name, sizeof(name), "link_%d", i);
 		err = pin_path(l, name, path, sizeof(path));
 		if (!err)
 			err = bpf_link__pin(l->links[i], path);
-		if (err)
+		if (err) {
+			bm_dbg("failed to pin %s: %s", path, strerror(-err));
 			return err;
+		}
 	}
 	return 0;
 }
@@ -255,6 +258,10 @@ static int adopt(struct bm_loader *l)
 		if (l->fd[i] < 0)
 			return -errno;
 	}
+	/* maps without the switch program's link would meter nothing: a half-made pin set */
+	err = pin_path(l, "link_0", path, sizeof(path));
+	if (err || access(path, F_OK) < 0)
+		return err ? err : -ENOENT;
 	l->feat.cgrp_storage = meta.features & BM_META_CGRP_STORAGE;
 	l->feat.tick = meta.features & BM_META_TICK;
 	l->feat.reclaim = meta.features & BM_META_RECLAIM;

@@ -128,7 +128,7 @@ static json_t *hist_json(const struct bm_summary *s, int d)
 		if (s->hist[d][b])
 			last = b;
 	for (b = 0; b <= last; b++) {
-		double up = bm_window_display(d, bm_window_bucket_upper(b), s->window_ns);
+		double up = bm_window_bucket_edge(d, b, s->window_ns);
 
 		/* bytes and tasks have whole bounds; the others are rates and fractions */
 		json_array_append_new(le, d == BM_DIM_MEM || d == BM_DIM_PIDS ? json_integer((json_int_t)up)
@@ -158,18 +158,18 @@ static json_t *peaks_json(const struct bm_summary *s)
 static json_t *summary_json(const struct bm_outcome *o, json_t *root)
 {
 	const struct bm_summary *s = o->sum;
+	double span = s ? (double)s->windows * (double)s->window_ns : 0;
 	json_t *avg, *tot, *hists;
-	double wall_s = (double)o->wall_ns / 1e9;
 	int d;
 
 	json_object_set_new(root, "peak", peaks_json(s));
 	avg = json_object();
-	json_object_set_new(avg, "cpu_cores", json_real(s && o->wall_ns ? (double)s->cpu_ns / o->wall_ns : 0));
+	/* means over the windows, like the peaks: an average can never exceed its peak */
+	json_object_set_new(avg, "cpu_cores", json_real(span ? (double)s->cpu_ns / span : 0));
 	json_object_set_new(avg, "memory_bytes",
 			    json_integer(s && s->windows ? (json_int_t)(s->wsum[BM_DIM_MEM] / s->windows) : 0));
 	json_object_set_new(avg, "pids", json_real(s && s->windows ? (double)s->wsum[BM_DIM_PIDS] / s->windows : 0));
-	json_object_set_new(avg, "net_tx_bytes_per_s",
-			    json_real(s && wall_s > 0 ? (double)s->net_bytes / wall_s : 0));
+	json_object_set_new(avg, "net_tx_bytes_per_s", json_real(span ? (double)s->net_bytes * 1e9 / span : 0));
 	json_object_set_new(root, "average", avg);
 
 	tot = json_object();

@@ -213,6 +213,8 @@ static int run(struct run_state *s, struct bm_sup_opts *so)
 
 int bm_run(struct bm_run_opts *o)
 {
+	char path[PATH_MAX];
+	const char *sock;
 	struct run_state *s;
 	struct bm_sup_opts so = {
 		.id = o->id, .tenant = o->tenant, .intent = o->intent, .argv = o->argv,
@@ -225,6 +227,8 @@ int bm_run(struct bm_run_opts *o)
 	sigemptyset(&old);
 	bm_log_set_level(o->verbose ? BM_LOG_DEBUG : BM_LOG_INFO);
 	bm_log_libbpf();
+	if (bm_effect_resolve(o->argv[0], path, sizeof(path)) == 0 && (sock = bm_run_agent_socket(o)))
+		return bm_run_client(o, sock);
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		bm_err("failed to start: out of memory");

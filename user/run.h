@@ -33,6 +33,8 @@ struct bm_run_opts {
 	bool meter_hash;		/* testing: meters in the hash map, as on 6.1 */
 	bool no_fast_path;		/* benchmarks: ceilings without the in-kernel kill */
 	bool meter_only;		/* tests: no controllers, the meter holds every ceiling */
+	bool standalone;		/* never through the agent */
+	const char *socket;		/* the agent's socket (default: $BURSTMETER_SOCKET, then /run/...) */
 	char **argv;			/* the command */
 };
 
@@ -44,5 +46,10 @@ int bm_run_parse_args(int argc, char **argv, struct bm_run_opts *o);
 
 /* Run the effect; returns the exit status for burstmeter (see DESIGN.md). */
 int bm_run(struct bm_run_opts *o);
+
+/* The agent's socket if this run goes through it (it exists and the options allow), else NULL. */
+const char *bm_run_agent_socket(const struct bm_run_opts *o);
+/* Run the effect through the agent at sock (run_client.c). */
+int bm_run_client(const struct bm_run_opts *o, const char *sock);
 
 #endif /* BM_RUN_H */

@@ -30,6 +30,9 @@ static const char usage[] =
 "  --outcome FILE      write the outcome JSON to FILE ('-' = stdout)\n"
 "  --json              print the outcome JSON as the last line of stderr\n"
 "  --hist              print the per-window histograms on stderr\n"
+"  --standalone        meter it here even when an agent runs\n"
+"  --socket PATH       the agent's socket (default $BURSTMETER_SOCKET, then\n"
+"                      /run/burstmeter/api.sock); without an agent, run standalone\n"
 "  -q, --quiet         no summary line on stderr\n"
 "  -v, --verbose       debug messages, libbpf's included\n"
 "  -h, --help          this help\n"
@@ -46,7 +49,7 @@ static const char usage[] =
 enum {
 	OPT_ID = 256, OPT_TENANT, OPT_INTENT, OPT_CPU, OPT_MEMORY, OPT_PIDS, OPT_TIMEOUT,
 	OPT_WINDOW, OPT_POLICY, OPT_OUTCOME, OPT_JSON, OPT_HIST, OPT_METER_HASH, OPT_NO_FAST_PATH,
-	OPT_METER_ONLY,
+	OPT_METER_ONLY, OPT_STANDALONE, OPT_SOCKET,
 };
 
 static const struct option options[] = {
@@ -65,6 +68,8 @@ static const struct option options[] = {
 	{ "meter-hash", no_argument, NULL, OPT_METER_HASH },
 	{ "no-fast-path", no_argument, NULL, OPT_NO_FAST_PATH },
 	{ "meter-only", no_argument, NULL, OPT_METER_ONLY },
+	{ "standalone", no_argument, NULL, OPT_STANDALONE },
+	{ "socket", required_argument, NULL, OPT_SOCKET },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -184,6 +189,12 @@ static int parse_one(int c, const char *arg, struct bm_run_opts *o)
 	case OPT_METER_ONLY:
 		o->meter_only = true;
 		return 0;
+	case OPT_STANDALONE:
+		o->standalone = true;
+		return 0;
+	case OPT_SOCKET:
+		o->socket = arg;
+		return arg[0] == '/' ? 0 : bad("--socket", arg, "the agent's socket, an absolute path");
 	case 'q':
 		o->quiet = true;
 		return 0;

@@ -371,6 +371,17 @@ void bm_sup__cancel(struct bm_sup *s, int sig)
 		send_child(s, sig);
 }
 
+void bm_sup__terminate(struct bm_sup *s, uint64_t grace_ns)
+{
+	if (s->phase != BM_SUP_RUNNING)
+		return;
+	s->cancelled = true;
+	s->terminating = true;
+	send_child(s, SIGTERM);
+	/* the deadline timer turns into the grace: when it fires, the whole cgroup dies */
+	arm_timer(s->deadline_fd, bm_now_ns() + grace_ns);
+}
+
 /* The deadline: SIGTERM first, then after a grace of a tenth of the timeout, the whole cgroup. */
 void bm_sup__on_deadline(struct bm_sup *s)
 {
@@ -378,6 +389,10 @@ void bm_sup__on_deadline(struct bm_sup *s)
 
 	if (read(s->deadline_fd, &ticks, sizeof(ticks)) < 0 || s->phase != BM_SUP_RUNNING)
 		return;
+	if (s->terminating) {
+		bm_cgroup__kill(s->cg);
+		return;
+	}
 	if (!s->deadline) {
 		s->deadline = true;
 		send_child(s, SIGTERM);
@@ -439,7 +454,9 @@ static void classify(struct bm_sup *s)
 {
 	uint64_t ooms, refused;
 
-	bm_outcome_classify(&s->out, s->wait_status < 0 ? 0 : s->wait_status, s->cancelled, 0);
+	bm_outcome_classify(&s->out, s->wait_status < 0 ? 0 : s->wait_status, s->cancelled, s->exec_errno);
+	if (s->exec_errno)
+		return;
 	if (s->wait_status < 0) {
 		/* re-adopted: the exit status went to whoever reaped it */
 		s->out.exit_code = -1;
@@ -465,6 +482,11 @@ void bm_sup__finish(struct bm_sup *s)
 	uint64_t end;
 	int err;
 
+	/* it never got as far as a cgroup and a meter: what the caller put in out stands */
+	if (!s->cg || !s->metered) {
+		s->out.sum = NULL;
+		return;
+	}
 	read_cgroup_stats(s);
 	s->out.wall_ns = s->end_ns - s->start_ns;
 	classify(s);

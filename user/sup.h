@@ -53,7 +53,8 @@ struct bm_sup {
 	enum bm_sup_phase phase;
 	uint64_t start_ns, end_ns, phase_deadline_ns;
 	int wait_status;
-	bool cancelled, deadline, drained, acting, metered;
+	int exec_errno;			/* the command could not be started (126/127) */
+	bool cancelled, deadline, drained, acting, metered, terminating;
 	const char *failed_step;	/* what bm_sup__start() was doing when it failed */
 	char name[3 * BM_NAME_MAX];	/* the cgroup's directory name */
 	struct bm_outcome out;
@@ -90,6 +91,8 @@ void bm_sup__tick(struct bm_sup *s);
 void bm_sup__on_deadline(struct bm_sup *s);
 /* Pass a signal to the command, as a cancel (SIGINT/SIGTERM sent to burstmeter, or the API). */
 void bm_sup__cancel(struct bm_sup *s, int sig);
+/* Cancel from outside (the API): SIGTERM to every process, cgroup.kill after grace_ns. */
+void bm_sup__terminate(struct bm_sup *s, uint64_t grace_ns);
 /* The command exited (its wait status, when known; -1 if not ours to reap). */
 void bm_sup__exited(struct bm_sup *s, int wait_status);
 /* True once the outcome can be built: the cgroup is empty and the meter drained (or timed out). */

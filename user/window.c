@@ -40,9 +40,11 @@ static uint64_t level_of(const struct bm_meter *m, int d)
 
 static void close_n(struct bm_summary *s, int d, uint64_t v, uint64_t n)
 {
+	uint64_t hv = d == BM_DIM_CPU ? (v << BM_CPU_HIST_SHIFT) / s->window_ns : v;
+
 	if (!n)
 		return;
-	s->hist[d][bm_window_bucket(v)] += n;
+	s->hist[d][bm_window_bucket(hv)] += n;
 	s->wsum[d] += v * n;
 	if (v > s->peak[d])
 		s->peak[d] = v;
@@ -105,6 +107,16 @@ int bm_window_finalize(const struct bm_meter *m, uint64_t end_win, struct bm_sum
 	s->forks = m->forks;
 	s->tasks_entered = m->entered;
 	return 0;
+}
+
+double bm_window_bucket_edge(enum bm_dim d, unsigned int k, uint64_t window_ns)
+{
+	double up = bm_window_bucket_upper(k);
+
+	/* CPU buckets are already cores x 2^BM_CPU_HIST_SHIFT, whatever the window */
+	if (d == BM_DIM_CPU)
+		return up / (double)(1U << BM_CPU_HIST_SHIFT);
+	return bm_window_display(d, up, window_ns);
 }
 
 double bm_window_display(enum bm_dim d, double raw, uint64_t window_ns)

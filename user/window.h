@@ -36,6 +36,8 @@ unsigned int bm_window_bucket(uint64_t v);
 /* Exclusive upper bound of bucket k in raw units (2^k; 0 for bucket 0). */
 double bm_window_bucket_upper(unsigned int k);
 
+/* The exclusive upper edge of dimension d's bucket k, in display units. */
+double bm_window_bucket_edge(enum bm_dim d, unsigned int k, uint64_t window_ns);
 /* A raw window value of dimension d in display units: cores, bytes, tasks, bytes/s, ms. */
 double bm_window_display(enum bm_dim d, double raw, uint64_t window_ns);
 /* Name of the display unit of d: "cpu_cores", "memory_bytes", "pids", ... */

@@ -28,7 +28,9 @@ struct bm_cross {
 /* Close n windows that all had value v in dimension d. */
 static __always_inline void bm_close(struct bm_meter *m, int d, __u64 v, __u64 n)
 {
-	m->hist[d][bm_bucket(v)] += n;
+	__u64 hv = d == BM_DIM_CPU ? (v << BM_CPU_HIST_SHIFT) / m->window_ns : v;
+
+	m->hist[d][bm_bucket(hv)] += n;
 	m->wsum[d] += v * n;
 	if (v > m->peak[d])
 		m->peak[d] = v;

@@ -291,11 +291,19 @@ static unsigned int check_crossings(struct mfx *f, const struct bm_meter *m,
 		if (n < BM_ARRAY_SIZE(seen))
 			seen[n++] = e->win;
 	}
+	/*
+	 * CPU windows are bucketed as cores x 2^BM_CPU_HIST_SHIFT: bucket b holds
+	 * [2^(b-1), 2^b). Windows surely at or over the threshold are in buckets
+	 * starting at or above it; windows maybe over it, in buckets ending above.
+	 */
 	for (b = 1; b < BM_HIST_BUCKETS; b++) {
-		over_lo += bm_window_bucket_upper(b) > (double)(1ULL << 22) ? sum->hist[BM_DIM_CPU][b] : 0;
-		over_hi += bm_window_bucket_upper(b) > (double)(1ULL << 23) ? sum->hist[BM_DIM_CPU][b] : 0;
+		double lo = bm_window_bucket_upper(b - 1), hi = bm_window_bucket_upper(b);
+		double t = (double)CPU_THRESH_NS * (1 << BM_CPU_HIST_SHIFT) / sum->window_ns;
+
+		over_lo += hi > t ? sum->hist[BM_DIM_CPU][b] : 0;
+		over_hi += b > 1 && lo >= t ? sum->hist[BM_DIM_CPU][b] : 0;
 	}
-	integ_note("%u crossings, %u windows >= 4.2 ms, %u >= 8.4 ms", n, over_lo, over_hi);
+	integ_note("%u crossings, %u windows maybe over the threshold, %u surely", n, over_lo, over_hi);
 	assert_in_range(n, over_hi, over_lo);
 	return n;
 }

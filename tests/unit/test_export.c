@@ -218,21 +218,21 @@ static void test_export_openmetrics_counters_exemplars_eof(void **state)
 }
 
 /*
- * CPU at 10 ms: log2 bucket k holds [2^(k-1), 2^k) ns, at most 2^k / 1e7
- * cores, so it goes to the smallest 2^j >= that: j = k - 23 (2^23 < 1e7 <
- * 2^24), clamped to 2^-7, and +Inf past 2^7 (k >= 31).
+ * CPU windows come bucketed as cores x 2^10 (BM_CPU_HIST_SHIFT): bucket k
+ * holds less than 2^(k-10) cores whatever the window, so it goes to le
+ * 2^(k-10), clamped to 2^-7, and +Inf past 2^7 (k >= 18).
  */
 static void test_export_cpu_window_buckets_at_10ms(void **state)
 {
 	static const unsigned int ks[] = {
-		0,	/* idle windows: 0 ns           -> le 2^-7 */
-		16,	/* < 65.5 us: <= 0.0066 cores   -> le 2^-7 */
-		17,	/* < 131 us: <= 0.013           -> le 2^-6 */
-		23,	/* < 8.39 ms: <= 0.84           -> le 1 */
-		24,	/* < 16.8 ms: <= 1.68           -> le 2 */
-		30,	/* < 1.07 s: <= 107             -> le 128 */
-		31,	/* < 2.15 s: <= 215             -> +Inf */
-		62,	/* 2^61 and up                  -> +Inf */
+		0,	/* idle windows                 -> le 2^-7 */
+		3,	/* < 2^-7 cores                 -> le 2^-7 */
+		4,	/* < 2^-6                       -> le 2^-6 */
+		10,	/* < 1 core: a busy thread      -> le 1 */
+		11,	/* < 2                          -> le 2 */
+		17,	/* < 128                        -> le 128 */
+		18,	/* < 256                        -> +Inf */
+		62,	/* saturated                    -> +Inf */
 	};
 	static const struct {
 		const char *le;
@@ -299,7 +299,7 @@ static void test_export_windows_never_under_report(void **state)
 	for (d = 0; d < BM_DIM__MAX; d++)
 		for (w = 0; w < sizeof(windows) / sizeof(windows[0]); w++)
 			for (k = 0; k < 63; k++) {
-				edge = bm_window_display(d, bm_window_bucket_upper(k), windows[w]);
+				edge = bm_window_bucket_edge(d, k, windows[w]);
 				edge /= d == BM_DIM_RUNQ ? 1e3 : 1;	/* ms -> s */
 				le = placed_at(d, k, windows[w], &prev);
 				if (!(le >= edge) || !(prev < edge * (1 + 1e-12)))

@@ -57,10 +57,16 @@ static void slot_set(struct bm_meter *m, uint64_t x, int d, uint64_t l0, uint64_
 		m->last_win = x;
 }
 
+/* The bucket of a window value: CPU as cores x 2^BM_CPU_HIST_SHIFT, the others raw. */
+static unsigned int dim_bucket(int d, uint64_t v)
+{
+	return ref_bucket(d == BM_DIM_CPU ? (v << BM_CPU_HIST_SHIFT) / W_NS : v);
+}
+
 /* What bm_close() in the kernel does for n windows at value v. */
 static void kclose(struct bm_meter *m, int d, uint64_t v, uint32_t n)
 {
-	m->hist[d][ref_bucket(v)] += n;
+	m->hist[d][dim_bucket(d, v)] += n;
 	m->wsum[d] += v * n;
 	if (v > m->peak[d])
 		m->peak[d] = v;
@@ -118,7 +124,7 @@ static void test_finalize_single_window(void **state)
 	m.lvl_max[BM_DIM_PIDS] = 1;
 	assert_int_equal(bm_window_finalize(&m, FIRST, &s), 0);
 	assert_int_equal(s.windows, 1);
-	assert_int_equal(s.hist[BM_DIM_CPU][ref_bucket(3000000)], 1);
+	assert_int_equal(s.hist[BM_DIM_CPU][dim_bucket(BM_DIM_CPU, 3000000)], 1);
 	assert_int_equal(s.hist[BM_DIM_PIDS][1], 1);
 	assert_int_equal(s.peak[BM_DIM_CPU], 3000000);
 	assert_every_hist_sums_to_windows(&s);
@@ -136,7 +142,7 @@ static void test_finalize_open_slot_sums_its_four_lanes(void **state)
 	assert_int_equal(bm_window_finalize(&m, FIRST + 4, &s), 0);
 	assert_int_equal(s.windows, 5);
 	/* one window at the lanes' sum, never at any single lane */
-	assert_int_equal(s.hist[BM_DIM_CPU][ref_bucket(cpu)], 1);
+	assert_int_equal(s.hist[BM_DIM_CPU][dim_bucket(BM_DIM_CPU, cpu)], 1);
 	assert_int_equal(s.hist[BM_DIM_CPU][0], 4);
 	assert_int_equal(s.peak[BM_DIM_CPU], cpu);
 	assert_int_equal(s.hist[BM_DIM_NET][ref_bucket(net)], 1);
@@ -156,23 +162,23 @@ static void test_finalize_untouched_flow_windows_count_as_zero(void **state)
 
 	/* 3 windows closed from the ring, 2 open, 100 in all: 95 nobody touched */
 	meter_init(&m, FIRST);
-	kclose(&m, BM_DIM_CPU, 5000000, 2);	/* bucket 23 */
+	kclose(&m, BM_DIM_CPU, 5000000, 2);	/* 0.5 cores: bucket 10 */
 	kclose(&m, BM_DIM_CPU, 0, 1);
 	kclose(&m, BM_DIM_NET, 0, 3);
 	kclose(&m, BM_DIM_RUNQ, 0, 3);
 	m.closed_flow = 3;
-	slot_set(&m, FIRST + 50, BM_DIM_CPU, 1500000, 0, 0, 0);	/* bucket 21 */
-	slot_set(&m, FIRST + 51, BM_DIM_CPU, 0, 9000000, 0, 0);	/* bucket 24 */
+	slot_set(&m, FIRST + 50, BM_DIM_CPU, 1500000, 0, 0, 0);	/* 0.15: bucket 8 */
+	slot_set(&m, FIRST + 51, BM_DIM_CPU, 0, 19000000, 0, 0);	/* 1.9 (two CPUs): bucket 11 */
 	assert_int_equal(bm_window_finalize(&m, FIRST + 99, &s), 0);
 	assert_int_equal(s.windows, 100);
-	assert_int_equal(s.hist[BM_DIM_CPU][23], 2);
-	assert_int_equal(s.hist[BM_DIM_CPU][21], 1);
-	assert_int_equal(s.hist[BM_DIM_CPU][24], 1);
+	assert_int_equal(s.hist[BM_DIM_CPU][dim_bucket(BM_DIM_CPU, 5000000)], 2);
+	assert_int_equal(s.hist[BM_DIM_CPU][dim_bucket(BM_DIM_CPU, 1500000)], 1);
+	assert_int_equal(s.hist[BM_DIM_CPU][dim_bucket(BM_DIM_CPU, 19000000)], 1);
 	assert_int_equal(s.hist[BM_DIM_CPU][0], 1 + 95);
 	assert_int_equal(s.hist[BM_DIM_NET][0], 100);
 	assert_int_equal(s.hist[BM_DIM_RUNQ][0], 100);
-	assert_int_equal(s.peak[BM_DIM_CPU], 9000000);
-	assert_int_equal(s.wsum[BM_DIM_CPU], 2 * 5000000 + 1500000 + 9000000);
+	assert_int_equal(s.peak[BM_DIM_CPU], 19000000);
+	assert_int_equal(s.wsum[BM_DIM_CPU], 2 * 5000000 + 1500000 + 19000000);
 	assert_every_hist_sums_to_windows(&s);
 }
 

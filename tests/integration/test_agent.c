@@ -1,0 +1,591 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The node agent end to end: the real binary ($BM_BIN agent) on a private
+ * socket, state directory and bpffs pin directory, driven through its Unix
+ * socket: launch, attach, cancel, events, tenants kept apart by uid,
+ * malformed requests, the queue's limit, a corrupt store, and kill -9 in
+ * the middle of 20 running effects with nothing lost.
+ */
+#include "runner.h"
+#include "client.h"
+
+#define NOBODY 65534
+
+struct agent {
+	pid_t pid;
+	char dir[PATH_MAX], sock[PATH_MAX + 16], state[PATH_MAX + 16], pins[PATH_MAX], log[PATH_MAX + 16];
+};
+
+static struct agent ag;
+
+/* Start the agent and wait for its socket to answer. extra: more flags, NULL-terminated. */
+static void agent_start(const char *max_running, const char *max_queued)
+{
+	char cfg[PATH_MAX + 32];
+	FILE *f;
+	int i, fd;
+
+	snprintf(cfg, sizeof(cfg), "%s/agent.yaml", ag.dir);
+	f = fopen(cfg, "we");
+	assert_non_null(f);
+	/*
+	 * The socket open to all: the second tenant is another uid. Both
+	 * tenants carry the run's token, so the harness knows their cgroups.
+	 */
+	fprintf(f, "max_running: %s\nmax_queued: %s\ntenant_max_running: 100\nadmit_cpu_pressure: 100\n"
+		   "admit_mem_available: 0\nsocket_mode: \"0666\"\ntenants:\n  - { uid: 0, tenant: %s }\n"
+		   "  - { uid: %d, tenant: %s-other }\n", max_running, max_queued, token, NOBODY, token);
+	fclose(f);
+	ag.pid = fork();
+	assert_true(ag.pid >= 0);
+	if (!ag.pid) {
+		fd = open(ag.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(bm_bin, bm_bin, "agent", "--config", cfg, "--socket", ag.sock, "--state-dir", ag.state,
+		      "--pin-dir", ag.pins, "--metrics", "", (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 500; i++) {
+		json_t *out = NULL;
+
+		if (bm_client_call(ag.sock, "GET", "/v1/healthz", NULL, &out, 1000) == 200) {
+			json_decref(out);
+			return;
+		}
+		usleep(10000);
+	}
+	fail_msg("the agent did not answer on %s (log %s)", ag.sock, ag.log);
+}
+
+static int agent_stop(int sig)
+{
+	int status = 0;
+
+	if (ag.pid > 0) {
+		kill(ag.pid, sig);
+		waitpid(ag.pid, &status, 0);
+	}
+	ag.pid = 0;
+	return status;
+}
+
+static int call(const char *method, const char *path, json_t *body, json_t **out)
+{
+	int st = bm_client_call(ag.sock, method, path, body, out, 10000);
+
+	json_decref(body);
+	return st;
+}
+
+/* The same call made by another uid: a forked child that setuid()s first and writes back the status. */
+static int call_as(uid_t uid, const char *method, const char *path, json_t *body)
+{
+	int p[2], st = -1;
+	pid_t pid;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	if (!pid) {
+		json_t *out = NULL;
+
+		close(p[0]);
+		if (setgid(uid) || setuid(uid))
+			_exit(1);
+		st = bm_client_call(ag.sock, method, path, body, &out, 10000);
+		_exit(write(p[1], &st, sizeof(st)) == sizeof(st) ? 0 : 1);
+	}
+	close(p[1]);
+	json_decref(body);
+	if (read(p[0], &st, sizeof(st)) != sizeof(st))
+		st = -1;
+	close(p[0]);
+	waitpid(pid, NULL, 0);
+	return st;
+}
+
+/* A launch request for a workload; the agent runs it with cwd /, so the path is absolute. */
+static json_t *launch_req(const char *id, const char *wl_name, const char *a1, const char *a2, const char *a3)
+{
+	char path[PATH_MAX];
+	json_t *argv;
+
+	if (!realpath(wl(wl_name), path))
+		fail_msg("workload %s: %s", wl_name, strerror(errno));
+	argv = json_pack("[s]", path);
+	if (a1)
+		json_array_append_new(argv, json_string(a1));
+	if (a2)
+		json_array_append_new(argv, json_string(a2));
+	if (a3)
+		json_array_append_new(argv, json_string(a3));
+	return json_pack("{s:s, s:o, s:s}", "id", id, "argv", argv, "intent", "integration");
+}
+
+/* Poll an effect until it is in a final state; returns it. */
+static json_t *wait_final_as(const char *tenant, const char *id, int timeout_ms);
+
+static json_t *wait_final(const char *id, int timeout_ms)
+{
+	return wait_final_as(NULL, id, timeout_ms);
+}
+
+static json_t *wait_final_as(const char *tenant, const char *id, int timeout_ms)
+{
+	static const char *const final[] = { "succeeded", "failed", "cancelled", "killed", "deadline_exceeded" };
+	char path[128];
+	json_t *e = NULL;
+	unsigned int i;
+	int t;
+
+	/* root may look at another tenant's effect by naming it */
+	snprintf(path, sizeof(path), "/v1/effects/%s%s%s", id, tenant ? "?tenant=" : "", tenant ? tenant : "");
+	for (t = 0; t < timeout_ms; t += 20) {
+		json_decref(e);
+		e = NULL;
+		assert_int_equal(call("GET", path, NULL, &e), 200);
+		for (i = 0; i < 5; i++)
+			if (!strcmp(jstr(e, "state"), final[i]))
+				return e;
+		usleep(20000);
+	}
+	fail_msg("%s did not end in %d ms (state %s)", id, timeout_ms, jstr(e, "state"));
+	return NULL;
+}
+
+static void dump_log(void)
+{
+	char line[1024];
+	FILE *f = fopen(ag.log, "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		print_error("  agent: %s", line);
+	if (f)
+		fclose(f);
+}
+
+static void rm_rf(const char *path)
+{
+	char cmd[PATH_MAX + 32];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+	if (system(cmd))
+		print_error("failed to remove %s\n", path);
+}
+
+/* The agent's own directory: socket, state, log (the fixture's is for outcomes). */
+static int setup_agent(void **state)
+{
+	int ret = setup(state);
+
+	if (ret)
+		return ret;
+	snprintf(ag.dir, sizeof(ag.dir), "/tmp/bm-agent.XXXXXX");
+	if (!mkdtemp(ag.dir))
+		return -1;
+	/* the second tenant is another uid: it must reach the socket and the workloads */
+	chmod(ag.dir, 0755);
+	snprintf(ag.sock, sizeof(ag.sock), "%s/api.sock", ag.dir);
+	snprintf(ag.state, sizeof(ag.state), "%s/state", ag.dir);
+	snprintf(ag.log, sizeof(ag.log), "%s/agent.log", ag.dir);
+	snprintf(ag.pins, sizeof(ag.pins), "/sys/fs/bpf/burstmeter-test-%d", (int)getpid());
+	return 0;
+}
+
+static int teardown_agent(void **state)
+{
+	int status = agent_stop(SIGTERM), found = 0;
+
+	/* an agent stopped with no effects left removes its pins */
+	if (access(ag.pins, F_OK) == 0) {
+		print_error("pins left behind in %s\n", ag.pins);
+		rm_rf(ag.pins);
+		found++;
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status)) {
+		print_error("the agent exited %d\n", WEXITSTATUS(status));
+		found++;
+	}
+	/* what the agent said, when something went wrong or when asked */
+	if (found || getenv("BM_AGENT_LOG"))
+		dump_log();
+	rm_rf(ag.dir);
+	return teardown(state) || found ? -1 : 0;
+}
+
+/* End of a test: the agent stops cleanly (and, with no effect left, removes its pins); nothing is left. */
+static void finish(void **state)
+{
+	int status = agent_stop(SIGTERM);
+
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		dump_log();
+		fail_msg("the agent did not stop cleanly (status %#x)", status);
+	}
+	if (access(ag.pins, F_OK) == 0)
+		fail_msg("the agent left its pins in %s", ag.pins);
+	assert_clean(*state);
+}
+
+/* ------------------------------------------------------------------ tests */
+
+/* Launch through the socket: 201 running, then succeeded, with its outcome and transitions. */
+static void test_agent_launch(void **state)
+{
+	json_t *e = NULL, *o;
+	char *body;
+
+	agent_start("8", "16");
+	assert_int_equal(call("POST", "/v1/effects", launch_req("l1", "bm-spike", "20", "50", "3"), &e), 201);
+	assert_string_equal(jstr(e, "state"), "running");
+	json_decref(e);
+	e = wait_final("l1", 20000);
+	assert_string_equal(jstr(e, "state"), "succeeded");
+	o = jget(e, "outcome");
+	assert_string_equal(jstr(o, "termination.reason"), "completed");
+	assert_int_equal(jint(o, "exit.code"), 0);
+	/* the shim's status file carried the exit, and the meter every slice */
+	assert_between(jnum(o, "totals.cpu_seconds"), 0.06, 0.06 + 2 * integ_startup_cpu_s());
+	assert_between(jnum(o, "totals.cpu_seconds") - jnum(o, "meter.cgroup_cpu_seconds"), -0.002, 0.002);
+	assert_true(json_array_size(jget(o, "timeline.cpu_cores")) > 5);
+	assert_int_equal(json_array_size(jget(e, "transitions")), 3);
+	body = json_dumps(jget(e, "transitions"), JSON_COMPACT);
+	assert_non_null(strstr(body, "queued"));
+	assert_non_null(strstr(body, "succeeded"));
+	free(body);
+	/* idempotent: the same id again is the same effect */
+	json_decref(e);
+	e = NULL;
+	assert_int_equal(call("POST", "/v1/effects", launch_req("l1", "bm-sleeper", "1", NULL, NULL), &e), 200);
+	assert_string_equal(jstr(e, "state"), "succeeded");
+	json_decref(e);
+	finish(state);
+}
+
+struct lines {
+	unsigned int windows, states, actions, outcomes;
+	char last[32];
+};
+
+static int on_line(json_t *line, void *ctx)
+{
+	struct lines *l = ctx;
+	const char *type = jstr(line, "type");
+
+	l->windows += !strcmp(type, "window");
+	l->states += !strcmp(type, "state");
+	l->outcomes += !strcmp(type, "outcome");
+	snprintf(l->last, sizeof(l->last), "%s", type);
+	return 0;
+}
+
+/* GET .../events: windows while it runs, then the outcome, then the end of the stream. */
+static void test_agent_events(void **state)
+{
+	struct lines l = { 0 };
+	json_t *e = NULL;
+
+	agent_start("8", "16");
+	assert_int_equal(call("POST", "/v1/effects", launch_req("ev1", "bm-spike", "30", "100", "5"), &e), 201);
+	json_decref(e);
+	assert_int_equal(bm_client_stream(ag.sock, "/v1/effects/ev1/events", on_line, &l), 200);
+	/* half a second of 10 ms windows, the running state, the final state, the outcome last */
+	assert_true(l.windows >= 30);
+	assert_true(l.states >= 2);
+	assert_int_equal(l.outcomes, 1);
+	assert_string_equal(l.last, "outcome");
+	json_decref(wait_final("ev1", 5000));
+	finish(state);
+}
+
+/* Cancel: SIGTERM ends a sleeper; cancelled; a second cancel is a conflict. */
+static void test_agent_cancel(void **state)
+{
+	json_t *e = NULL;
+
+	agent_start("8", "16");
+	assert_int_equal(call("POST", "/v1/effects", launch_req("c1", "bm-sleeper", "30000", NULL, NULL), &e), 201);
+	json_decref(e);
+	e = NULL;
+	assert_int_equal(call("POST", "/v1/effects/c1/cancel", NULL, &e), 202);
+	json_decref(e);
+	e = wait_final("c1", 5000);
+	assert_string_equal(jstr(e, "state"), "cancelled");
+	assert_string_equal(jstr(e, "outcome.termination.reason"), "cancelled");
+	assert_int_equal(jint(e, "outcome.exit.signal"), SIGTERM);
+	json_decref(e);
+	e = NULL;
+	assert_int_equal(call("POST", "/v1/effects/c1/cancel", NULL, &e), 409);
+	json_decref(e);
+	finish(state);
+}
+
+/* Attach: a process the caller started (paused) joins an effect; the caller reports its exit. */
+static void test_agent_attach(void **state)
+{
+	int p[2], status;
+	json_t *e = NULL;
+	char c;
+	pid_t pid;
+
+	agent_start("8", "16");
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	if (!pid) {
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			_exit(3);
+		execl(wl("bm-spike"), "bm-spike", "30", "40", "2", (char *)NULL);
+		_exit(127);
+	}
+	close(p[0]);
+	/* pid 1 is nobody's to attach */
+	assert_int_equal(call("POST", "/v1/effects", json_pack("{s:s, s:s, s:i}", "id", "a0", "mode", "attach",
+							      "pid", 1), &e), 403);
+	json_decref(e);
+	e = NULL;
+	assert_int_equal(call("POST", "/v1/effects", json_pack("{s:s, s:s, s:i}", "id", "a1", "mode", "attach",
+							      "pid", (int)pid), &e), 201);
+	json_decref(e);
+	e = NULL;
+	assert_int_equal(write(p[1], "g", 1), 1);
+	close(p[1]);
+	waitpid(pid, &status, 0);
+	assert_int_equal(call("POST", "/v1/effects/a1/exit", json_pack("{s:i}", "wait_status", status), &e), 202);
+	json_decref(e);
+	e = wait_final("a1", 5000);
+	assert_string_equal(jstr(e, "state"), "succeeded");
+	assert_int_equal(jint(e, "outcome.exit.code"), 0);
+	assert_true(jnum(e, "outcome.totals.cpu_seconds") >= 0.06);
+	json_decref(e);
+	finish(state);
+}
+
+/* Two tenants (two uids): neither sees nor cancels the other's effects; the body cannot lie about it. */
+static void test_agent_tenants(void **state)
+{
+	char other[64];
+	json_t *e = NULL;
+
+	agent_start("8", "16");
+	/* uid 65534 is tenant "other"; its effect runs as 65534 too, never as root */
+	assert_int_equal(call_as(NOBODY, "POST", "/v1/effects",
+				 json_pack("{s:s, s:[s, s]}", "id", "t1", "argv", "/bin/sleep", "5")), 201);
+	assert_int_equal(call("GET", "/v1/effects/t1", NULL, &e), 404);
+	json_decref(e);
+	e = NULL;
+	assert_int_equal(call("POST", "/v1/effects/t1/cancel", NULL, &e), 404);
+	json_decref(e);
+	e = NULL;
+	assert_int_equal(call("GET", "/v1/effects", NULL, &e), 200);
+	assert_int_equal(json_array_size(jget(e, "effects")), 0);
+	json_decref(e);
+	assert_int_equal(call_as(NOBODY, "GET", "/v1/effects/t1", NULL), 200);
+	/* a non-root caller naming another tenant is refused */
+	assert_int_equal(call_as(NOBODY, "POST", "/v1/effects",
+				 json_pack("{s:s, s:s, s:[s]}", "id", "t2", "tenant", token, "argv", "true")), 403);
+	assert_int_equal(call_as(NOBODY, "POST", "/v1/effects/t1/cancel", NULL), 202);
+	assert_int_equal(call_as(NOBODY, "GET", "/v1/effects/t2", NULL), 404);
+	snprintf(other, sizeof(other), "%s-other", token);
+	e = wait_final_as(other, "t1", 5000);
+	assert_string_equal(jstr(e, "state"), "cancelled");
+	json_decref(e);
+	finish(state);
+}
+
+/* Malformed requests: 400 (or 413) with field-level messages, and nothing created. */
+static void test_agent_bad_requests(void **state)
+{
+	struct fx *f = *state;
+	char *big = malloc(2 << 20);
+	json_t *e = NULL;
+	unsigned int i;
+	static const char *const bodies[] = {
+		"{", "[]", "{\"id\": 5, \"argv\": [\"true\"]}", "{\"id\": \"x\", \"argv\": []}",
+		"{\"id\": \"../x\", \"argv\": [\"true\"]}", "{\"id\": \"x\", \"argv\": [\"true\"], \"bogus\": 1}",
+		"{\"id\": \"x\", \"argv\": [\"true\"], \"sandbox\": {\"network_policy\": \"egress_allow_list\","
+		" \"allowed_egress_cidrs\": [\"10.0.0.1/8\"]}}",
+		"{\"id\": \"x\", \"argv\": [\"true\"], \"priority\": 11}",
+		"{\"id\": \"x\", \"id\": \"y\", \"argv\": [\"true\"]}",
+	};
+
+	agent_start("8", "16");
+	for (i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		int st = bm_client_call_raw(ag.sock, "POST", "/v1/effects", bodies[i], strlen(bodies[i]), &e, 10000);
+
+		if (st != 400 || !json_is_array(json_object_get(e, "fields")))
+			fail_msg("body %u (%s): status %d, want 400 with fields", i, bodies[i], st);
+		json_decref(e);
+		e = NULL;
+	}
+	memset(big, 'a', 2 << 20);
+	big[(2 << 20) - 1] = '\0';
+	assert_int_equal(call("POST", "/v1/effects", json_pack("{s:s, s:[s], s:s}", "id", "b", "argv", "true",
+							      "intent", big), &e), 413);
+	free(big);
+	json_decref(e);
+	e = NULL;
+	assert_int_equal(call("GET", "/v1/effects/..%2Fetc", NULL, &e), 400);
+	json_decref(e);
+	e = NULL;
+	assert_int_equal(call("GET", "/v1/effects", NULL, &e), 200);
+	assert_int_equal(json_array_size(jget(e, "effects")), 0);
+	json_decref(e);
+	assert_int_equal(cgroups_created(f), 0);
+	finish(state);
+}
+
+/* The queue is bounded: past it, 429 with Retry-After. */
+static void test_agent_queue_full(void **state)
+{
+	char id[16];
+	json_t *e = NULL;
+	int i;
+
+	agent_start("1", "2");
+	assert_int_equal(call("POST", "/v1/effects", launch_req("q0", "bm-sleeper", "30000", NULL, NULL), &e), 201);
+	for (i = 1; i <= 2; i++) {
+		json_decref(e);
+		e = NULL;
+		snprintf(id, sizeof(id), "q%d", i);
+		assert_int_equal(call("POST", "/v1/effects", launch_req(id, "bm-sleeper", "100", NULL, NULL), &e), 202);
+		assert_string_equal(jstr(e, "state"), "queued");
+	}
+	json_decref(e);
+	e = NULL;
+	assert_int_equal(call("POST", "/v1/effects", launch_req("q3", "bm-sleeper", "100", NULL, NULL), &e), 429);
+	json_decref(e);
+	e = NULL;
+	/* cancelling the runner lets the queue drain in order */
+	assert_int_equal(call("POST", "/v1/effects/q0/cancel", NULL, &e), 202);
+	json_decref(e);
+	json_decref(wait_final("q1", 10000));
+	json_decref(wait_final("q2", 10000));
+	finish(state);
+}
+
+/*
+ * kill -9 of the agent while 20 effects run: the pinned meter keeps
+ * counting and the shims keep waiting; the restarted agent adopts the pins
+ * and every effect, and each ends succeeded with the exit status its shim
+ * kept and every ns of CPU the kernel's own cpu.stat saw.
+ */
+static void test_agent_kill9_readopt(void **state)
+{
+	json_t *e = NULL, *h = NULL;
+	char id[16];
+	int i;
+
+	agent_start("32", "64");
+	for (i = 0; i < 20; i++) {
+		snprintf(id, sizeof(id), "k%d", i);
+		assert_int_equal(call("POST", "/v1/effects", launch_req(id, "bm-spike", "10", "100", "15"), &e), 201);
+		json_decref(e);
+		e = NULL;
+	}
+	usleep(400 * 1000);
+	assert_true(WIFSIGNALED(agent_stop(SIGKILL)));
+	/* the effects go on, metered, while no agent runs */
+	usleep(300 * 1000);
+	agent_start("32", "64");
+	assert_int_equal(call("GET", "/v1/healthz", NULL, &h), 200);
+	assert_true(jget(h, "adopted") == json_true());
+	json_decref(h);
+	for (i = 0; i < 20; i++) {
+		snprintf(id, sizeof(id), "k%d", i);
+		e = wait_final(id, 30000);
+		if (strcmp(jstr(e, "state"), "succeeded"))
+			fail_msg("%s ended %s (%s)", id, jstr(e, "state"), jstr(e, "outcome.termination.reason"));
+		assert_int_equal(jint(e, "outcome.exit.code"), 0);
+		/* 15 spins of 10 ms: nothing lost across the restart, to the kernel's own count */
+		assert_true(jnum(e, "outcome.totals.cpu_seconds") >= 0.15);
+		assert_between(jnum(e, "outcome.totals.cpu_seconds") - jnum(e, "outcome.meter.cgroup_cpu_seconds"),
+			       -0.002, 0.002);
+		json_decref(e);
+	}
+	finish(state);
+}
+
+/* A store that is not a database: the agent refuses to start, in one line naming the file. */
+static void test_agent_corrupt_store(void **state)
+{
+	char db[PATH_MAX + 32], line[1024];
+	int status, fd;
+	FILE *f;
+	pid_t pid;
+
+	assert_int_equal(mkdir(ag.state, 0700), 0);
+	snprintf(db, sizeof(db), "%s/state.db", ag.state);
+	fd = open(db, O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "this is not an SQLite database, not at all, really\n", 51), 51);
+	close(fd);
+	pid = fork();
+	if (!pid) {
+		fd = open(ag.log, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		dup2(fd, 2);
+		execl(bm_bin, bm_bin, "agent", "--socket", ag.sock, "--state-dir", ag.state, "--pin-dir", ag.pins,
+		      "--metrics", "", (char *)NULL);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	f = fopen(ag.log, "re");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_non_null(strstr(line, db));
+	assert_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	assert_int_equal(access(ag.sock, F_OK), -1);
+	finish(state);
+}
+
+/* `burstmeter run` finds the agent's socket and goes through it: same outcome, same exit statuses. */
+static void test_agent_run_client(void **state)
+{
+	struct fx *f = *state;
+	struct res *r;
+	json_t *e;
+
+	agent_start("8", "16");
+	r = run_bm(f, R_STD, "--socket", ag.sock, "--", wl("bm-spike"), "20", "50", "2", NULL);
+	assert_int_equal(r->status, 0);
+	assert_non_null(r->o);
+	assert_string_equal(jstr(r->o, "termination.reason"), "completed");
+	assert_string_equal(jstr(r->o, "tenant"), token);
+	assert_true(jnum(r->o, "totals.cpu_seconds") >= 0.04);
+	/* it went through the agent: the agent's store has it, succeeded */
+	e = wait_final_as(token, f->id, 5000);
+	assert_string_equal(jstr(e, "state"), "succeeded");
+	json_decref(e);
+	r = run_bm(f, R_STD, "--socket", ag.sock, "--", "false", NULL);
+	assert_int_equal(r->status, 1);
+	assert_string_equal(jstr(r->o, "termination.reason"), "failed");
+	r = run_bm(f, R_STD, "--socket", ag.sock, "--timeout", "0.5", "--", wl("bm-sleeper"), "10000", NULL);
+	assert_int_equal(r->status, 124);
+	assert_string_equal(jstr(r->o, "termination.reason"), "deadline");
+	finish(state);
+}
+
+int main(void)
+{
+	struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_agent_launch, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_events, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_cancel, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_attach, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_tenants, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_bad_requests, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_queue_full, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_kill9_readopt, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_corrupt_store, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_run_client, setup_agent, teardown_agent),
+	};
+	size_t n;
+	int rc = runner_init("test_agent");
+
+	if (rc)
+		return rc;
+	n = integ_filter(tests, sizeof(tests) / sizeof(tests[0]));
+	return _cmocka_run_group_tests("agent", tests, n, NULL, NULL);
+}

@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The node agent's core: the effect registry, admission, the lives of the
+ * effects (start under a shim, ladder, drain, outcome), re-adoption after
+ * a restart, and the one event loop everything runs in (single-threaded,
+ * so forking a shim is safe).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "common.h"
+#include "export.h"
+#include "policy_yaml.h"
+
+/* Streams and timelines are sampled this often: well inside the meter's 16-window ring. */
+#define TICK_NS (20 * BM_NSEC_PER_MSEC)
+
+static void ag_watch(struct bm_agent *a, int fd, struct ag_tag *t, enum ag_kind kind, void *ptr)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = t };
+
+	t->kind = kind;
+	t->ptr = ptr;
+	if (fd >= 0 && epoll_ctl(a->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		bm_warn("failed to watch fd %d: %s", fd, strerror(errno));
+}
+
+static void ag_unwatch(struct bm_agent *a, int fd)
+{
+	if (fd >= 0)
+		epoll_ctl(a->epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+struct ag_effect *ag_find(struct bm_agent *a, const char *tenant, const char *id)
+{
+	unsigned int i;
+
+	for (i = 0; i < a->n_eff; i++)
+		if (!strcmp(a->eff[i]->req.id, id) && !strcmp(a->eff[i]->tenant, tenant))
+			return a->eff[i];
+	return NULL;
+}
+
+static struct ag_effect *find_cgid(struct bm_agent *a, uint64_t cgid)
+{
+	unsigned int i;
+
+	for (i = 0; i < a->n_eff; i++)
+		if (a->eff[i]->sup.cg && a->eff[i]->sup.cg->id == cgid)
+			return a->eff[i];
+	return NULL;
+}
+
+static int64_t wall_ms(void)
+{
+	return (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC);
+}
+
+static void set_state(struct bm_agent *a, struct ag_effect *e, enum bm_state st)
+{
+	json_t *line;
+
+	if (e->state == st)
+		return;
+	e->state = st;
+	if (!bm_state_final(st))
+		bm_store__transition(a->store, e->tenant, e->req.id, st, wall_ms());
+	line = json_pack("{s:s, s:s, s:I}", "type", "state", "state", bm_state_name(st), "at_ms",
+			 (json_int_t)wall_ms());
+	ag_stream_push(e, line);
+}
+
+/* The ladder's current step, as a lifecycle state. */
+static void track_ladder(struct bm_agent *a, struct ag_effect *e)
+{
+	enum bm_state st = BM_ST_RUNNING;
+	json_t *line;
+
+	if (e->sup.act.frozen || (e->sup.act.duty && e->sup.act.duty_frozen && !e->sup.act.throttled))
+		st = BM_ST_FROZEN;
+	else if (e->sup.act.throttled)
+		st = BM_ST_THROTTLED;
+	if (e->state == BM_ST_RUNNING || e->state == BM_ST_THROTTLED || e->state == BM_ST_FROZEN)
+		set_state(a, e, st);
+	while (e->actions_sent < e->sup.out.n_actions) {
+		const struct bm_action *x = &e->sup.out.actions[e->actions_sent++];
+
+		line = json_pack("{s:s, s:f, s:s, s:s, s:f, s:f}", "type", "action", "at_ms", x->at_ms, "action",
+				 x->action, "reason", x->reason, "observed", x->observed, "threshold", x->threshold);
+		ag_stream_push(e, line);
+		bm_export__action(a->exp, e->tenant, e->tool, x->action, x->reason);
+	}
+}
+
+/* Mirror of report.c's exit status: which final state an outcome is. */
+static enum bm_state final_state(const struct bm_outcome *o)
+{
+	switch (o->reason) {
+	case BM_REASON_COMPLETED:
+		return BM_ST_SUCCEEDED;
+	case BM_REASON_CANCELLED:
+		return BM_ST_CANCELLED;
+	case BM_REASON_DEADLINE:
+		return BM_ST_DEADLINE_EXCEEDED;
+	case BM_REASON_MEMORY_CEILING:
+	case BM_REASON_PIDS_CEILING:
+	case BM_REASON_CPU_CEILING:
+	case BM_REASON_NET_CEILING:
+		return BM_ST_KILLED;
+	default:
+		return BM_ST_FAILED;
+	}
+}
+
+static void free_effect(struct bm_agent *a, struct ag_effect *e)
+{
+	unsigned int i;
+
+	for (i = 0; i < a->n_eff; i++) {
+		if (a->eff[i] == e) {
+			a->eff[i] = a->eff[--a->n_eff];
+			break;
+		}
+	}
+	ag_streams_end(a, e);
+	bm_request_free(&e->req);
+	bm_series_free(&e->series);
+	free(e);
+}
+
+/* The effect is done: outcome, store, metrics, streams; then forget it. */
+void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
+{
+	struct bm_outcome *o = &e->sup.out;
+	enum bm_state st;
+	char *text;
+	json_t *j;
+	int err;
+
+	ag_sample(a, e);
+	bm_sup__finish(&e->sup);
+	track_ladder(a, e);
+	ag_retry_backoff(a, e);
+	j = bm_outcome_json(o);
+	if (j && e->series.n)
+		json_object_set_new(j, "timeline", ag_timeline_json(&e->series));
+	text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+	st = final_state(o);
+	err = text ? bm_store__finish(a->store, e->tenant, e->req.id, text, st, wall_ms()) : -ENOMEM;
+	if (err)
+		bm_err("failed to store the outcome of %s/%s: %s", e->tenant, e->req.id, strerror(-err));
+	ag_export_outcome(a, e);
+	set_state(a, e, st);
+	if (j)
+		ag_stream_push(e, json_pack("{s:s, s:O}", "type", "outcome", "outcome", j));
+	json_decref(j);
+	free(text);
+	ag_unwatch(a, e->sup.timer_fd);
+	ag_unwatch(a, e->sup.deadline_fd);
+	ag_unwatch(a, e->shim.pidfd);
+	err = bm_sup__release(&e->sup);
+	if (err)
+		bm_err("failed to remove the cgroup of %s/%s: %s", e->tenant, e->req.id, strerror(-err));
+	if (e->shim.pidfd >= 0)
+		close(e->shim.pidfd);
+	unlink(e->status_path);
+	if (e->started)
+		a->running--;
+	free_effect(a, e);
+	/* what freed room may start now (unless this is a start that failed, inside the scheduler) */
+	if (!a->scheduling)
+		ag_schedule(a);
+}
+
+/* A shim ended: the command's status is in its file (or lost, if the shim was killed). */
+static void on_shim(struct bm_agent *a, struct ag_effect *e)
+{
+	siginfo_t si = { 0 };
+	int status = -1;
+
+	waitid(P_PIDFD, (id_t)e->shim.pidfd, &si, WEXITED | WNOHANG);
+	ag_unwatch(a, e->shim.pidfd);
+	if (e->req.mode == BM_REQ_ATTACH) {
+		/* its status is the caller's, who reaps it: give the caller a moment to say */
+		e->exit_wait_ns = bm_now_ns() + 2 * BM_NSEC_PER_SEC;
+		return;
+	}
+	if (bm_effect_shim_status(e->status_path, &status))
+		status = -1;
+	bm_sup__exited(&e->sup, status);
+}
+
+static void on_effect_timer(struct bm_agent *a, struct ag_effect *e)
+{
+	bm_sup__tick(&e->sup);
+	track_ladder(a, e);
+	if (bm_sup__done(&e->sup))
+		ag_finish_effect(a, e);
+}
+
+static void on_event(const struct bm_event *ev, void *ctx)
+{
+	struct bm_agent *a = ctx;
+	struct ag_effect *e = find_cgid(a, ev->cgid);
+
+	if (e)
+		bm_sup__event(&e->sup, ev);
+}
+
+void ag_watch_effect(struct bm_agent *a, struct ag_effect *e)
+{
+	ag_watch(a, e->sup.timer_fd, &e->t_timer, AG_EFF_TIMER, e);
+	ag_watch(a, e->sup.deadline_fd, &e->t_deadline, AG_EFF_DEADLINE, e);
+	ag_watch(a, e->shim.pidfd, &e->t_shim, AG_EFF_SHIM, e);
+}
+
+static void dispatch(struct bm_agent *a, struct ag_tag *t)
+{
+	struct signalfd_siginfo si;
+	uint64_t ticks;
+
+	switch (t->kind) {
+	case AG_SIGNAL:
+		while (read(a->sigfd, &si, sizeof(si)) == sizeof(si))
+			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
+				a->stopping = true;
+		break;
+	case AG_RINGBUF:
+		bm_loader__poll(a->loader, 0);
+		break;
+	case AG_API:
+	case AG_METRICS:
+		ag_api_run(a);
+		break;
+	case AG_TICK:
+		if (read(a->tick_fd, &ticks, sizeof(ticks)) > 0)
+			ag_tick(a);
+		break;
+	case AG_EFF_TIMER:
+		on_effect_timer(a, t->ptr);
+		break;
+	case AG_EFF_DEADLINE:
+		bm_sup__on_deadline(&((struct ag_effect *)t->ptr)->sup);
+		break;
+	case AG_EFF_SHIM:
+		on_shim(a, t->ptr);
+		break;
+	}
+}
+
+/* state_dir (and its parents) and its run/ (shim status files) and logs/ (effects' output). */
+static int make_dirs(const char *state)
+{
+	static const char *const sub[] = { "", "/run", "/logs" };
+	char path[PATH_MAX], *p;
+	unsigned int i;
+
+	if (snprintf(path, sizeof(path), "%s", state) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	for (p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	for (i = 0; i < BM_ARRAY_SIZE(sub); i++) {
+		if (snprintf(path, sizeof(path), "%s%s", state, sub[i]) >= (int)sizeof(path))
+			return -ENAMETOOLONG;
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			return -errno;
+	}
+	return 0;
+}
+
+static int setup(struct bm_agent *a)
+{
+	struct bm_loader_opts lo = { .on_event = on_event, .ctx = a, .pin_dir = a->cfg.pin_dir };
+	struct itimerspec its = { .it_interval.tv_nsec = TICK_NS, .it_value.tv_nsec = TICK_NS };
+	char err[512];
+	sigset_t mask;
+	int ret;
+
+	ret = make_dirs(a->cfg.state_dir);
+	if (ret)
+		return bm_err("failed to create %s: %s", a->cfg.state_dir, strerror(-ret)), ret;
+	a->store = bm_store__open(a->cfg.state_dir, err, sizeof(err));
+	if (!a->store)
+		return bm_err("failed to open the state store: %s", err), -EINVAL;
+	a->loader = bm_loader__open(&lo);
+	if (!a->loader)
+		return bm_err("failed to load the meter: %s (-v shows why)", strerror(errno)), -errno;
+	ret = bm_cgroup_env_detect("/proc/self/mountinfo", "/proc/self/cgroup", &a->env);
+	if (!ret)
+		ret = bm_cgroup_env_self_dir(&a->env, a->parent, sizeof(a->parent));
+	if (ret)
+		return bm_err("failed to find our cgroup v2 directory: %s", strerror(-ret)), ret;
+	a->exp = bm_export__new(BM_AGENT_MAX_TENANTS, a->cfg.max_tools);
+	a->epfd = epoll_create1(EPOLL_CLOEXEC);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	a->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	a->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (!a->exp || a->epfd < 0 || a->sigfd < 0 || a->tick_fd < 0)
+		return bm_err("failed to set up the event loop: %s", strerror(errno)), -errno;
+	timerfd_settime(a->tick_fd, 0, &its, NULL);
+	ag_watch(a, a->sigfd, &a->t_sig, AG_SIGNAL, NULL);
+	ag_watch(a, bm_loader__event_fd(a->loader), &a->t_rb, AG_RINGBUF, NULL);
+	ag_watch(a, a->tick_fd, &a->t_tick, AG_TICK, NULL);
+	return ag_api_start(a);
+}
+
+static void teardown(struct bm_agent *a)
+{
+	bool idle = !a->n_eff;
+
+	ag_api_stop(a);
+	/* effects still running stay metered (pinned) for the next agent to adopt */
+	while (a->n_eff) {
+		struct ag_effect *e = a->eff[0];
+
+		if (e->sup.cg) {
+			e->sup.cg = NULL;	/* their cgroups are not ours to remove */
+			bm_sup__release(&e->sup);
+		}
+		if (e->shim.pidfd >= 0)
+			close(e->shim.pidfd);
+		free_effect(a, e);
+	}
+	if (idle && a->loader)
+		bm_loader__unpin(a->loader);
+	bm_loader__free(a->loader);
+	bm_store__free(a->store);
+	bm_export__free(a->exp);
+	if (a->epfd >= 0)
+		close(a->epfd);
+	if (a->sigfd >= 0)
+		close(a->sigfd);
+	if (a->tick_fd >= 0)
+		close(a->tick_fd);
+	free(a->eff);
+}
+
+int bm_agent_run(const struct bm_agent_cfg *cfg)
+{
+	struct epoll_event ev[64];
+	struct bm_agent *a;
+	int n, i, ret = 1;
+
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return 1;
+	a->cfg = *cfg;
+	a->epfd = a->sigfd = a->tick_fd = a->listen_fd = a->metrics_fd = -1;
+	if (setup(a))
+		goto out;
+	ag_adopt(a);
+	ag_schedule(a);
+	bm_info("agent ready: API on %s, /metrics on %s, state in %s%s", a->cfg.socket,
+		a->cfg.metrics[0] ? a->cfg.metrics : "(off)", a->cfg.state_dir,
+		bm_loader__adopted(a->loader) ? " (meter adopted from pins)" : "");
+	while (!a->stopping) {
+		n = epoll_wait(a->epfd, ev, BM_ARRAY_SIZE(ev), ag_api_timeout_ms(a));
+		if (n < 0 && errno != EINTR) {
+			bm_err("epoll_wait: %s", strerror(errno));
+			goto out;
+		}
+		for (i = 0; i < n; i++)
+			dispatch(a, ev[i].data.ptr);
+		/* MHD has timers of its own (timeouts, resumed connections) */
+		ag_api_run(a);
+	}
+	ret = 0;
+	bm_info("agent stopping: %u effects running stay metered for the next agent", a->running);
+out:
+	teardown(a);
+	free(a);
+	return ret;
+}

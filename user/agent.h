@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The node agent: one meter (pinned, so a restart loses nothing) for every
+ * effect of the node, an HTTP/JSON API on a Unix socket, a SQLite store,
+ * admission with a bounded priority queue, and /metrics. Internal to
+ * agent.c and api.c; the front end calls bm_agent_run().
+ */
+#ifndef BM_AGENT_H
+#define BM_AGENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent_cfg.h"
+#include "request.h"
+#include "series.h"
+#include "store.h"
+#include "sup.h"
+
+struct bm_agent;
+struct MHD_Connection;
+
+/* What an epoll event is about. */
+enum ag_kind { AG_SIGNAL, AG_RINGBUF, AG_API, AG_METRICS, AG_TICK, AG_EFF_TIMER, AG_EFF_DEADLINE, AG_EFF_SHIM };
+
+struct ag_tag {
+	enum ag_kind kind;
+	void *ptr;
+};
+
+/* A client of GET /v1/effects/{id}/events: NDJSON lines wait in buf until MHD takes them. */
+struct ag_stream {
+	struct ag_stream *next;
+	struct MHD_Connection *conn;
+	char *buf;
+	size_t len, cap, off;
+	bool suspended, ended;
+};
+
+struct ag_effect {
+	struct bm_sup sup;
+	struct bm_request req;
+	char tenant[BM_NAME_MAX + 1], tool[256];
+	enum bm_state state;
+	uint64_t seq;			/* admission order among equal priorities */
+	uid_t uid;
+	gid_t gid;
+	struct bm_child shim;
+	char status_path[PATH_MAX];
+	bool started;
+	uint64_t exit_wait_ns;		/* attached: the process is gone; its status may still come */
+	struct ag_tag t_timer, t_deadline, t_shim;
+	struct bm_series series;	/* window by window, for streams and the timeline */
+	uint64_t series_next_win;	/* next window to record */
+	unsigned int actions_sent;	/* actions already streamed */
+	struct ag_stream *streams;
+};
+
+struct bm_agent {
+	struct bm_agent_cfg cfg;
+	struct bm_loader *loader;
+	struct bm_store *store;
+	struct bm_export *exp;
+	struct bm_cgroup_env env;
+	char parent[PATH_MAX];
+	struct MHD_Daemon *api, *metrics;
+	int epfd, sigfd, tick_fd, listen_fd, metrics_fd;
+	struct ag_effect **eff;
+	unsigned int n_eff, cap_eff, running, queued;
+	uint64_t seq;
+	bool stopping, scheduling;
+	struct ag_tag t_sig, t_rb, t_api, t_metrics, t_tick;
+};
+
+/* Run the agent until SIGTERM/SIGINT. Returns the exit status (0, 1 runtime failure). */
+int bm_agent_run(const struct bm_agent_cfg *cfg);
+
+/* --- agent.c, for api.c */
+struct ag_effect *ag_find(struct bm_agent *a, const char *tenant, const char *id);
+/*
+ * Take a validated request from caller (uid, gid, pid). Returns the HTTP
+ * status (201 running, 202 queued, 200 the same id already exists, 429 the
+ * queue is full or the tool is backing off (*retry_after_s set), 403 attach
+ * to a process that is not the caller's) and the effect in *out; on 4xx
+ * *why says what is wrong. The request is consumed on success.
+ */
+int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, uid_t uid, gid_t gid,
+	      pid_t caller, struct ag_effect **out, unsigned int *retry_after_s, const char **why);
+/* Cancel an effect (SIGTERM, then kill after the grace): 0, or -ENOENT / -EALREADY. */
+int ag_cancel(struct bm_agent *a, struct ag_effect *e);
+/* An attached effect's caller reports its exit (wait status). 0, or -EALREADY / -EINVAL. */
+int ag_exit(struct bm_agent *a, struct ag_effect *e, int wait_status);
+/* Append a line to every stream of e (a JSON object, consumed). */
+void ag_stream_push(struct ag_effect *e, json_t *line);
+
+/* The effect is done: outcome, store, metrics, streams; then it is freed. */
+void ag_finish_effect(struct bm_agent *a, struct ag_effect *e);
+/* Start effects while the node has room, in priority order. */
+void ag_schedule(struct bm_agent *a);
+/* Re-adopt the effects an earlier agent left running or queued. */
+void ag_adopt(struct bm_agent *a);
+/* Every TICK: sample running effects into their series and streams. */
+void ag_tick(struct bm_agent *a);
+void ag_sample(struct bm_agent *a, struct ag_effect *e);
+/* A downsampled copy of the series for the stored outcome ("timeline"). */
+json_t *ag_timeline_json(const struct bm_series *s);
+/* Before the outcome is stored: back off a tool that keeps hitting the same wall. */
+void ag_retry_backoff(struct bm_agent *a, struct ag_effect *e);
+/* The ended effect's windows, peaks and reason into /metrics. */
+void ag_export_outcome(struct bm_agent *a, struct ag_effect *e);
+/* Watch an effect's fds in the event loop (agent.c). */
+void ag_watch_effect(struct bm_agent *a, struct ag_effect *e);
+
+/* --- api.c */
+/* Serve whatever MHD has to do now. */
+void ag_api_run(struct bm_agent *a);
+/* How long the event loop may sleep for MHD's sake (-1: forever). */
+int ag_api_timeout_ms(struct bm_agent *a);
+/* End and release every stream of e. */
+void ag_streams_end(struct bm_agent *a, struct ag_effect *e);
+int ag_api_start(struct bm_agent *a);
+void ag_api_stop(struct bm_agent *a);
+/* JSON view of an effect for the API (state, transitions, outcome). */
+json_t *ag_effect_json(struct bm_agent *a, const char *tenant, const char *id);
+
+#endif /* BM_AGENT_H */

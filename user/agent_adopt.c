@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * What outlives an agent: the effects it left (re-adopted from the store,
+ * their cgroups and the pinned meter), and each effect's life window by
+ * window (sampled from the meter for event streams and the stored
+ * timeline).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "common.h"
+#include "policy_yaml.h"
+
+#define SERIES_MAX 360000
+#define TIMELINE_POINTS 1000
+
+/* The value of flow d in window x: the sum of its lanes, 0 if the slot holds another window. */
+static double flow(const struct bm_meter *m, int d, uint64_t x)
+{
+	uint32_t slot = x % BM_RING;
+	uint64_t v = 0;
+	int l;
+
+	if (m->slot_win[slot] != x)
+		return 0;
+	for (l = 0; l < BM_LANES; l++)
+		v += m->lane[l].v[slot][d];
+	return (double)v;
+}
+
+void ag_sample(struct bm_agent *a, struct ag_effect *e)
+{
+	uint64_t x, now_win;
+	double v[BM_DIM__MAX];
+	struct bm_meter m;
+	json_t *line;
+	int d;
+
+	if (!e->sup.metered || bm_loader__read(a->loader, e->sup.cg, &m))
+		return;
+	now_win = bm_now_ns() / m.window_ns;
+	if (!e->series_next_win) {
+		e->series_next_win = m.first_win;
+		e->series.window_ns = m.window_ns;
+	}
+	/* windows older than the ring are gone: start where the ring does */
+	if (e->series_next_win + BM_RING <= now_win)
+		e->series_next_win = now_win - BM_RING + 1;
+	for (x = e->series_next_win; x < now_win && e->series.n < SERIES_MAX; x++) {
+		for (d = 0; d < BM_FLOWS; d++)
+			v[d] = bm_window_display(d, flow(&m, d, x), m.window_ns);
+		/* levels: this window's peak if it is the level window, else where it stands */
+		v[BM_DIM_MEM] = x == m.lvl_win ? (double)m.lvl_max[BM_DIM_MEM] : (double)(m.rss_bytes > 0 ? m.rss_bytes : 0);
+		v[BM_DIM_PIDS] = x == m.lvl_win ? (double)m.lvl_max[BM_DIM_PIDS] : (double)(m.tasks > 0 ? m.tasks : 0);
+		if (bm_series_push(&e->series, v))
+			break;
+		if (e->streams) {
+			line = json_pack("{s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "type", "window", "window",
+					 (json_int_t)(x - m.first_win), "t_ms",
+					 (double)(x - m.first_win) * m.window_ns / 1e6, "cpu_cores", v[BM_DIM_CPU],
+					 "memory_bytes", v[BM_DIM_MEM], "pids", v[BM_DIM_PIDS], "net_tx_bytes_per_s",
+					 v[BM_DIM_NET], "runq_delay_ms", v[BM_DIM_RUNQ]);
+			ag_stream_push(e, line);
+		}
+	}
+	e->series_next_win = x;
+}
+
+void ag_tick(struct bm_agent *a)
+{
+	uint64_t now = bm_now_ns();
+	unsigned int i;
+
+	for (i = 0; i < a->n_eff; i++) {
+		struct ag_effect *e = a->eff[i];
+
+		if (e->sup.phase != BM_SUP_RUNNING)
+			continue;
+		ag_sample(a, e);
+		/* an attached process ended and its caller never said how */
+		if (e->exit_wait_ns && now >= e->exit_wait_ns)
+			bm_sup__exited(&e->sup, -1);
+	}
+	if (a->queued)
+		ag_schedule(a);
+}
+
+json_t *ag_timeline_json(const struct bm_series *s)
+{
+	size_t step = (s->n + TIMELINE_POINTS - 1) / TIMELINE_POINTS, i, j;
+	json_t *t = json_object();
+	int d;
+
+	step = step ? step : 1;
+	json_object_set_new(t, "window_ms", json_real(s->window_ns / 1e6));
+	/* each point is the largest of `step` windows: a one-window burst still shows */
+	json_object_set_new(t, "step_windows", json_integer((json_int_t)step));
+	for (d = 0; d < BM_DIM__MAX; d++) {
+		json_t *arr = json_array();
+
+		for (i = 0; i < s->n; i += step) {
+			float mx = 0;
+
+			for (j = i; j < i + step && j < s->n; j++)
+				mx = s->v[d][j] > mx ? s->v[d][j] : mx;
+			json_array_append_new(arr, json_real(mx));
+		}
+		json_object_set_new(t, bm_window_dim_name(d), arr);
+	}
+	return t;
+}
+
+/* The start time of pid (field 22 of /proc/PID/stat), 0 if it is gone. */
+static uint64_t pid_start(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start = 0;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) < 0 || !(p = strrchr(buf, ')')))
+		return 0;
+	/* after "(comm)": fields 3.. ; the start time is field 22 */
+	for (i = 3; i < 22 && p; i++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		sscanf(p + 1, "%llu", &start);
+	return start;
+}
+
+static void adopt_running(struct bm_agent *a, struct ag_effect *e, const struct bm_effect_row *row)
+{
+	struct bm_sup_opts so = {
+		.id = e->req.id, .tenant = e->tenant, .intent = e->req.intent, .argv = e->req.argv,
+		.window_ns = e->req.window_ns,
+		.limits = { .cpu_milli = e->req.sandbox.cpu_limit_milli,
+			    .memory_bytes = e->req.sandbox.memory_limit,
+			    .pids = e->req.sandbox.pids_limit,
+			    .timeout_ns = e->req.sandbox.timeout_ns },
+	};
+	char err[512];
+	int status = -1;
+
+	bm_policy_default(&so.policy);
+	if (a->cfg.policy[0])
+		bm_policy_load_file(a->cfg.policy, e->tenant, e->tool, &so.policy, err, sizeof(err));
+	e->started = true;
+	a->running++;
+	if (snprintf(e->status_path, sizeof(e->status_path), "%s/run/%s.%s.status", a->cfg.state_dir,
+		     e->tenant, e->req.id) >= (int)sizeof(e->status_path))
+		e->status_path[0] = '\0';
+	if (bm_sup__adopt(&e->sup, a->loader, &a->env, row->cgroup, &so)) {
+		bm_warn("effect %s/%s could not be re-adopted (%s): its cgroup or meter is gone", e->tenant,
+			e->req.id, e->sup.failed_step);
+		e->sup.out.reason = BM_REASON_METER_ERROR;
+		e->sup.out.by = "burstmeter";
+		e->sup.phase = BM_SUP_DONE;
+		ag_watch_effect(a, e);
+		return;
+	}
+	/* the shim, if it still runs (and is the same process), says when the command ends */
+	if (row->pid > 0 && (!row->pid_start || pid_start((pid_t)row->pid) == row->pid_start))
+		e->shim.pidfd = (int)syscall(SYS_pidfd_open, (pid_t)row->pid, 0);
+	e->state = row->state;
+	ag_watch_effect(a, e);
+	if (e->shim.pidfd < 0) {
+		if (bm_effect_shim_status(e->status_path, &status))
+			status = -1;
+		bm_sup__exited(&e->sup, status);
+	}
+}
+
+struct adopt_ctx {
+	struct bm_agent *a;
+	unsigned int n;
+};
+
+static int adopt_row(const struct bm_effect_row *row, void *ctx)
+{
+	struct adopt_ctx *c = ctx;
+	struct bm_agent *a = c->a;
+	struct ag_effect *e;
+	json_t *errs = NULL;
+
+	if (bm_state_final(row->state) || a->n_eff >= a->cap_eff)
+		return 0;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	bm_sup__init(&e->sup);
+	e->shim.pidfd = -1;
+	if (bm_request_parse(row->request_json, strlen(row->request_json), &e->req, &errs)) {
+		json_decref(errs);
+		free(e);
+		return 0;
+	}
+	snprintf(e->tenant, sizeof(e->tenant), "%s", row->tenant);
+	snprintf(e->tool, sizeof(e->tool), "%s", row->tool);
+	e->seq = ++a->seq;
+	e->state = BM_ST_QUEUED;
+	a->eff[a->n_eff++] = e;
+	c->n++;
+	if (row->cgroup[0])
+		adopt_running(a, e, row);
+	else
+		a->queued++;
+	return 0;
+}
+
+void ag_adopt(struct bm_agent *a)
+{
+	struct adopt_ctx c = { a, 0 };
+	struct ag_effect **p;
+
+	/* room for every effect an earlier agent may have left */
+	p = realloc(a->eff, 65536 * sizeof(*p));
+	if (!p)
+		return;
+	a->eff = p;
+	a->cap_eff = 65536;
+	/* by state, through the state index: however many have ended, no live one is missed */
+	bm_store__list(a->store, NULL, BM_ST_QUEUED, UINT_MAX, adopt_row, &c);
+	bm_store__list(a->store, NULL, BM_ST_RUNNING, UINT_MAX, adopt_row, &c);
+	bm_store__list(a->store, NULL, BM_ST_THROTTLED, UINT_MAX, adopt_row, &c);
+	bm_store__list(a->store, NULL, BM_ST_FROZEN, UINT_MAX, adopt_row, &c);
+	if (c.n)
+		bm_info("re-adopted %u effects (%u queued)", c.n, a->queued);
+}

@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The agent's effects: submission and admission (a bounded queue in
+ * priority order, a per-tenant share, and the node's own pressure), start
+ * under a shim, re-adoption after a restart, retry backoff, and the
+ * window-by-window samples that feed event streams and timelines.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "common.h"
+#include "export.h"
+#include "policy_yaml.h"
+
+/* Failures of one tool on one wall within this long back off its next submissions. */
+#define BACKOFF_WINDOW_MS (10 * 60 * 1000LL)
+#define BACKOFF_MAX_MS (10 * 60 * 1000ULL)
+/* A timeline keeps at most an hour of 10 ms windows; the stored one at most this many points. */
+#define SERIES_MAX (360000)
+#define TIMELINE_POINTS 1000
+
+struct backoff {
+	char tenant[BM_NAME_MAX + 1], tool[256];
+	uint64_t until_ns;
+};
+
+static struct backoff backoffs[256];
+
+static int grow(struct bm_agent *a)
+{
+	unsigned int cap = a->cap_eff ? 2 * a->cap_eff : 64;
+	struct ag_effect **p = realloc(a->eff, cap * sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	a->eff = p;
+	a->cap_eff = cap;
+	return 0;
+}
+
+static bool node_has_room(const struct bm_agent *a)
+{
+	char buf[4096], *p;
+	double avg10 = 0;
+	unsigned long long kb = 0;
+
+	if (bm_read_file(AT_FDCWD, "/proc/pressure/cpu", buf, sizeof(buf)) > 0 &&
+	    (p = strstr(buf, "avg10=")))
+		avg10 = atof(p + 6);
+	if (bm_read_file(AT_FDCWD, "/proc/meminfo", buf, sizeof(buf)) > 0 &&
+	    (p = strstr(buf, "MemAvailable:")))
+		kb = strtoull(p + 13, NULL, 10);
+	return avg10 <= a->cfg.admit_cpu_pressure && (!kb || kb * 1024 >= a->cfg.admit_mem_available);
+}
+
+static unsigned int tenant_running(const struct bm_agent *a, const char *tenant)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < a->n_eff; i++)
+		n += a->eff[i]->started && !strcmp(a->eff[i]->tenant, tenant);
+	return n;
+}
+
+static const char *const default_env[] = {
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/", "LANG=C.UTF-8", NULL,
+};
+
+/* Execution options from the request: who it runs as, and its sandbox. */
+static void exec_opts(const struct ag_effect *e, struct bm_exec *x, int log_fd, int null_fd)
+{
+	const struct bm_sandbox *sb = &e->req.sandbox;
+
+	memset(x, 0, sizeof(*x));
+	/* an effect inherits nothing of the agent's environment */
+	x->envp = e->req.env ? e->req.env : (char **)default_env;
+	x->cwd = e->req.cwd[0] ? e->req.cwd : "/";
+	x->stdio[0] = null_fd;
+	x->stdio[1] = x->stdio[2] = log_fd;
+	/* a tenant's effect never runs with more than the tenant: its own uid, or nobody */
+	x->set_ids = e->uid != 0 || sb->run_as_non_root;
+	x->uid = e->uid ? e->uid : 65534;
+	x->gid = e->uid ? e->gid : 65534;
+	x->drop_caps = sb->drop_all_capabilities;
+	x->no_new_privs = sb->drop_all_capabilities || x->set_ids;
+	x->new_netns = sb->network_policy == BM_NET_NONE;
+	x->ro_root = sb->read_only_root_fs;
+	x->tmpfs_bytes = sb->max_ephemeral_storage ? sb->max_ephemeral_storage : 64ULL << 20;
+}
+
+/* The command could not even start: it still gets an outcome and a final state, now. */
+static void start_failed(struct bm_agent *a, struct ag_effect *e, int exec_errno, const char *what, int err)
+{
+	if (exec_errno) {
+		bm_outcome_classify(&e->sup.out, 0, false, exec_errno);
+		e->sup.exec_errno = exec_errno;
+	} else {
+		bm_warn("failed to %s for %s/%s: %s", what, e->tenant, e->req.id, strerror(-err));
+		e->sup.out.reason = BM_REASON_METER_ERROR;
+		e->sup.out.by = "burstmeter";
+		e->sup.out.exit_code = -1;
+	}
+	e->sup.end_ns = e->sup.start_ns = bm_now_ns();
+	e->sup.phase = BM_SUP_DONE;
+	ag_finish_effect(a, e);
+}
+
+static int launch(struct bm_agent *a, struct ag_effect *e)
+{
+	char log[PATH_MAX];
+	struct bm_exec x;
+	const int *join;
+	int n, log_fd, null_fd, ret;
+	pid_t pid = 0;
+
+	if (snprintf(e->status_path, sizeof(e->status_path), "%s/run/%s.%s.status", a->cfg.state_dir,
+		     e->tenant, e->req.id) >= (int)sizeof(e->status_path) ||
+	    snprintf(log, sizeof(log), "%s/logs/%s.%s.log", a->cfg.state_dir, e->tenant, e->req.id) >=
+		    (int)sizeof(log))
+		return -ENAMETOOLONG;
+	log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	exec_opts(e, &x, log_fd, null_fd);
+	join = bm_ceilings_join_fds(&e->sup.ceil, &n);
+	ret = bm_effect_shim(e->sup.cg->dirfd, join, n, e->req.argv, &x, e->status_path, &e->shim, &pid);
+	if (log_fd >= 0)
+		close(log_fd);
+	if (null_fd >= 0)
+		close(null_fd);
+	e->sup.child.pid = pid;
+	return ret;
+}
+
+/* Attach: move the caller's (paused) process and its v1 twins' membership into the effect. */
+static int attach(struct ag_effect *e)
+{
+	char pid[24];
+	const int *join;
+	int n, i, err;
+
+	snprintf(pid, sizeof(pid), "%d", (int)e->req.attach_pid);
+	err = bm_write_file(e->sup.cg->dirfd, "cgroup.procs", pid);
+	join = bm_ceilings_join_fds(&e->sup.ceil, &n);
+	for (i = 0; !err && i < n; i++)
+		if (join[i] >= 0 && write(join[i], pid, strlen(pid)) < 0)
+			err = -errno;
+	if (err)
+		return err;
+	/* not our child: its exit is seen, its status is the caller's */
+	e->shim.pidfd = (int)syscall(SYS_pidfd_open, e->req.attach_pid, 0);
+	e->sup.child.pid = e->req.attach_pid;
+	e->status_path[0] = '\0';
+	return e->shim.pidfd < 0 ? -errno : 0;
+}
+
+static void start(struct bm_agent *a, struct ag_effect *e)
+{
+	struct bm_sup_opts so = {
+		.id = e->req.id, .tenant = e->tenant, .intent = e->req.intent, .argv = e->req.argv,
+		.window_ns = e->req.window_ns,
+		.limits = { .cpu_milli = e->req.sandbox.cpu_limit_milli,
+			    .memory_bytes = e->req.sandbox.memory_limit,
+			    .pids = e->req.sandbox.pids_limit,
+			    .timeout_ns = e->req.sandbox.timeout_ns },
+	};
+	char err[512];
+	int ret;
+
+	a->queued--;
+	a->running++;
+	e->started = true;
+	bm_policy_default(&so.policy);
+	if (a->cfg.policy[0] && bm_policy_load_file(a->cfg.policy, e->tenant, e->tool, &so.policy, err, sizeof(err)))
+		bm_warn("policy for %s/%s: %s; using the default", e->tenant, e->req.id, err);
+	ret = bm_sup__start(&e->sup, a->loader, &a->env, a->parent, &so);
+	if (ret)
+		return start_failed(a, e, 0, e->sup.failed_step, ret);
+	ret = e->req.mode == BM_REQ_ATTACH ? attach(e) : launch(a, e);
+	if (ret)
+		return start_failed(a, e, ret > 0 ? ret : 0, "start the command", ret);
+	bm_store__set_runtime(a->store, e->tenant, e->req.id, e->sup.cg->path, e->shim.pid > 0 ? e->shim.pid : 0,
+			      0);
+	e->state = BM_ST_QUEUED;
+	ag_watch_effect(a, e);
+	bm_store__transition(a->store, e->tenant, e->req.id, BM_ST_RUNNING, (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC));
+	e->state = BM_ST_RUNNING;
+}
+
+void ag_schedule(struct bm_agent *a)
+{
+	struct ag_effect *best;
+	unsigned int i;
+
+	if (a->scheduling)
+		return;
+	a->scheduling = true;
+	while (a->queued && a->running < a->cfg.max_running && !a->stopping && node_has_room(a)) {
+		best = NULL;
+		for (i = 0; i < a->n_eff; i++) {
+			struct ag_effect *e = a->eff[i];
+
+			if (e->started || tenant_running(a, e->tenant) >= a->cfg.tenant_max_running)
+				continue;
+			if (!best || e->req.priority > best->req.priority ||
+			    (e->req.priority == best->req.priority && e->seq < best->seq))
+				best = e;
+		}
+		if (!best)
+			break;
+		start(a, best);
+	}
+	a->scheduling = false;
+}
+
+/* Is pid the caller's own descendant (and, for a non-root caller, of its uid)? */
+static bool owns(pid_t caller, uid_t uid, pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned int depth;
+	int ppid, owner;
+
+	for (depth = 0; pid > 1 && depth < 64; depth++) {
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+		if (bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+			return false;
+		p = strstr(buf, "\nUid:");
+		if (!p || sscanf(p + 5, "%d", &owner) != 1 || (uid && (uid_t)owner != uid))
+			return false;
+		p = strstr(buf, "\nPPid:");
+		if (!p || sscanf(p + 6, "%d", &ppid) != 1)
+			return false;
+		if (ppid == caller)
+			return true;
+		pid = ppid;
+	}
+	return false;
+}
+
+static struct backoff *backoff_of(const char *tenant, const char *tool, bool make)
+{
+	struct backoff *free_slot = NULL;
+	unsigned int i;
+	uint64_t now = bm_now_ns();
+
+	for (i = 0; i < BM_ARRAY_SIZE(backoffs); i++) {
+		struct backoff *b = &backoffs[i];
+
+		if (b->until_ns > now && !strcmp(b->tenant, tenant) && !strcmp(b->tool, tool))
+			return b;
+		if (b->until_ns <= now && !free_slot)
+			free_slot = b;
+	}
+	if (make && free_slot) {
+		snprintf(free_slot->tenant, sizeof(free_slot->tenant), "%s", tenant);
+		snprintf(free_slot->tool, sizeof(free_slot->tool), "%s", tool);
+		return free_slot;
+	}
+	return NULL;
+}
+
+int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, uid_t uid, gid_t gid,
+	      pid_t caller, struct ag_effect **out, unsigned int *retry_after_s, const char **why)
+{
+	struct bm_effect_row row = { 0 };
+	const char *tool = req->mode == BM_REQ_ATTACH ? "attach" : bm_policy_tool(req->argv[0]);
+	struct backoff *b;
+	struct ag_effect *e;
+	json_t *canon;
+	int err;
+
+	*out = ag_find(a, tenant, req->id);
+	if (*out)
+		return 200;
+	if (!bm_store__get(a->store, tenant, req->id, &row)) {
+		bm_effect_row_clear(&row);
+		return 200;
+	}
+	b = backoff_of(tenant, tool, false);
+	if (b) {
+		*retry_after_s = (unsigned int)((b->until_ns - bm_now_ns()) / BM_NSEC_PER_SEC) + 1;
+		*why = "this tool keeps hitting the same ceiling: backing off";
+		return 429;
+	}
+	if (req->mode == BM_REQ_ATTACH && !owns(caller, uid, req->attach_pid)) {
+		*why = "pid: only a process the caller started (its descendant) can be attached";
+		return 403;
+	}
+	if (a->queued >= a->cfg.max_queued) {
+		*retry_after_s = 1;
+		*why = "the queue is full";
+		return 429;
+	}
+	e = calloc(1, sizeof(*e));
+	canon = bm_request_json(req);
+	row.request_json = canon ? json_dumps(canon, JSON_COMPACT) : NULL;
+	json_decref(canon);
+	if (!e || !row.request_json || (a->n_eff == a->cap_eff && grow(a))) {
+		free(e);
+		free(row.request_json);
+		*why = "out of memory";
+		return 500;
+	}
+	snprintf(row.id, sizeof(row.id), "%s", req->id);
+	snprintf(row.tenant, sizeof(row.tenant), "%s", tenant);
+	snprintf(row.tool, sizeof(row.tool), "%s", tool);
+	row.state = BM_ST_QUEUED;
+	row.priority = req->priority;
+	row.created_ms = row.updated_ms = (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC);
+	err = bm_store__insert(a->store, &row);
+	free(row.request_json);
+	if (err) {
+		free(e);
+		*why = err == -EEXIST ? "exists" : "the state store failed";
+		return err == -EEXIST ? 200 : 500;
+	}
+	bm_sup__init(&e->sup);
+	e->shim.pidfd = -1;
+	e->req = *req;
+	memset(req, 0, sizeof(*req));
+	snprintf(e->tenant, sizeof(e->tenant), "%s", tenant);
+	snprintf(e->tool, sizeof(e->tool), "%s", tool);
+	e->uid = uid;
+	e->gid = gid;
+	e->seq = ++a->seq;
+	e->state = BM_ST_QUEUED;
+	a->eff[a->n_eff++] = e;
+	a->queued++;
+	ag_schedule(a);
+	/* an effect that could not start has ended already: it is in the store, not here */
+	*out = ag_find(a, tenant, row.id);
+	return !*out || (*out)->started ? 201 : 202;
+}
+
+int ag_cancel(struct bm_agent *a, struct ag_effect *e)
+{
+	if (bm_state_final(e->state) || e->sup.phase > BM_SUP_RUNNING)
+		return -EALREADY;
+	if (!e->started) {
+		/* never started: it ends here, cancelled */
+		e->started = true;
+		a->queued--;
+		a->running++;
+		e->sup.cancelled = true;
+		e->sup.out.reason = BM_REASON_CANCELLED;
+		e->sup.out.by = "api";
+		e->sup.phase = BM_SUP_DONE;
+		ag_watch_effect(a, e);
+		return 0;
+	}
+	/* SIGTERM now, cgroup.kill after the policy's grace */
+	bm_sup__terminate(&e->sup, e->sup.o.policy.cancel_grace_ms * BM_NSEC_PER_MSEC);
+	return 0;
+}
+
+void ag_retry_backoff(struct bm_agent *a, struct ag_effect *e)
+{
+	struct bm_outcome *o = &e->sup.out;
+	unsigned int n = 0;
+	uint64_t after;
+	size_t len;
+	struct backoff *b;
+
+	bm_outcome_retry(o);
+	if (o->reason == BM_REASON_COMPLETED || o->reason == BM_REASON_CANCELLED)
+		return;
+	if (bm_store__recent(a->store, e->tenant, e->tool, bm_reason_name(o->reason),
+			     (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC) - BACKOFF_WINDOW_MS, &n) || !n)
+		return;
+	/* 2 s, 4 s, 8 s ... for each earlier failure of this tool on this wall, up to 10 min */
+	after = 1000ULL << (n < 9 ? n : 9);
+	after = after > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : after;
+	o->retry_after_ms = after > o->retry_after_ms ? after : o->retry_after_ms;
+	len = strlen(o->advice);
+	snprintf(o->advice + len, sizeof(o->advice) - len, "%s%u earlier %s effect%s hit %s in the last 10 min: wait %.0f s",
+		 len ? "; " : "", n, e->tool, n == 1 ? "" : "s", bm_reason_name(o->reason), after / 1000.0);
+	b = backoff_of(e->tenant, e->tool, true);
+	if (b)
+		b->until_ns = bm_now_ns() + after * BM_NSEC_PER_MSEC;
+}
+
+void ag_export_outcome(struct bm_agent *a, struct ag_effect *e)
+{
+	const struct bm_summary *s = e->sup.out.sum;
+	int d;
+
+	bm_export__ended(a->exp, e->tenant, e->tool, bm_reason_name(e->sup.out.reason));
+	for (d = 0; s && d < BM_DIM__MAX; d++) {
+		bm_export__windows(a->exp, e->tenant, e->tool, d, s->hist[d], s->window_ns, (double)s->wsum[d]);
+		bm_export__peak(a->exp, e->tenant, e->tool, d, bm_window_display(d, (double)s->peak[d], s->window_ns),
+				e->req.id);
+	}
+}
+
+int ag_exit(struct bm_agent *a, struct ag_effect *e, int wait_status)
+{
+	(void)a;
+	if (e->req.mode != BM_REQ_ATTACH)
+		return -EINVAL;
+	if (e->sup.phase != BM_SUP_RUNNING)
+		return -EALREADY;
+	bm_sup__exited(&e->sup, wait_status);
+	return 0;
+}

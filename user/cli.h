@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The agent's subcommands: `agent` runs it; `effects`, `show` and `cancel`
+ * talk to it over its socket. Each returns the exit status: 0 ok, 1 runtime
+ * failure, 2 usage error (one line naming the flag).
+ */
+#ifndef BM_CLI_H
+#define BM_CLI_H
+
+int bm_cmd_agent(int argc, char **argv);
+int bm_cmd_effects(int argc, char **argv);
+int bm_cmd_show(int argc, char **argv);
+int bm_cmd_cancel(int argc, char **argv);
+
+#endif /* BM_CLI_H */

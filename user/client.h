@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A minimal HTTP/1.1 client for the agent's Unix socket: one request per
+ * connection, a JSON body out, the status and body back. Used by the
+ * front ends (effects, show, cancel, run through the agent) and the tests.
+ */
+#ifndef BM_CLIENT_H
+#define BM_CLIENT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/*
+ * Send method path (with body, NULL for none) to the socket and read the
+ * whole response. Returns the HTTP status and the parsed JSON body in *out
+ * (NULL if it is not JSON), or -errno. timeout_ms bounds the whole exchange.
+ */
+int bm_client_call(const char *socket_path, const char *method, const char *path, const json_t *body,
+		   json_t **out, int timeout_ms);
+
+/* The same with a raw body of len bytes (tests send what a client should not). */
+int bm_client_call_raw(const char *socket_path, const char *method, const char *path, const char *body,
+		       size_t len, json_t **out, int timeout_ms);
+
+/*
+ * Follow GET path as a stream of NDJSON lines, calling fn for each until
+ * it returns non-zero or the stream ends. Returns the HTTP status or -errno.
+ */
+int bm_client_stream(const char *socket_path, const char *path, int (*fn)(json_t *line, void *ctx),
+		     void *ctx);
+
+#endif /* BM_CLIENT_H */
