@@ -8,9 +8,10 @@
  * Sleeps DELAY_MS, maps SIZE_MIB and writes every page (so all of it is
  * resident), holds it HOLD_MS, unmaps it, then sleeps until TOTAL_MS after
  * its start. Prints the spike's timing (ms since start) on stdout:
- *   touch_start=.. at90=.. touched=.. freed=..
- * at90 is when 90 % of it was resident: from then until freed, the resident
- * size is within 10 % of the peak.
+ *   t0=.. touch_start=.. at90=.. touched=.. freed=..
+ * t0 is the start on CLOCK_MONOTONIC (ms), the others are ms after it; at90
+ * is when 90 % of it was resident: from then until freed, the resident size
+ * is within 10 % of the peak.
  *
  * Why "warm": in these VMs memory the guest freed is handed back to the host
  * (virtio-balloon free page reporting) a second or two later, and touching it
@@ -148,8 +149,8 @@ int main(int argc, char **argv)
 	sleep_until(t2 + hold);
 	munmap(map, mapped);
 	t3 = now_ms();
-	printf("touch_start=%.1f at90=%.1f touched=%.1f freed=%.1f\n", t1 - t0, t90 - t0,
-	       t2 - t0, t3 - t0);
+	printf("t0=%.3f touch_start=%.1f at90=%.1f touched=%.1f freed=%.1f\n", t0, t1 - t0,
+	       t90 - t0, t2 - t0, t3 - t0);
 	fflush(stdout);
 	sleep_until(t0 + total);
 	return 0;
