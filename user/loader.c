@@ -296,14 +296,14 @@ int bm_loader__unpin(struct bm_loader *l)
 }
 
 /* Load fresh (pinning where asked), or adopt what an earlier agent pinned. */
-static int load_or_adopt(struct bm_loader *l, bool force_hash)
+static int load_or_adopt(struct bm_loader *l, bool force_hash, bool adopt_only)
 {
 	int i, err;
 
 	if (l->pin_dir[0]) {
 		err = adopt(l);
-		if (!err)
-			return 0;
+		if (!err || adopt_only)
+			return err;
 		/* nothing pinned, or another ABI: start over */
 		bm_dbg("not adopting %s: %s", l->pin_dir, strerror(-err));
 		for (i = 0; i < M__MAX; i++) {
@@ -369,7 +369,7 @@ struct bm_loader *bm_loader__open(const struct bm_loader_opts *opts)
 	l->ctx = opts ? opts->ctx : NULL;
 	if (opts && opts->pin_dir)
 		snprintf(l->pin_dir, sizeof(l->pin_dir), "%s", opts->pin_dir);
-	err = load_or_adopt(l, opts && opts->force_hash);
+	err = load_or_adopt(l, opts && opts->force_hash, opts && opts->adopt_only);
 	if (err)
 		goto err_free;
 	l->rb = ring_buffer__new(l->fd[M_EVENTS], on_record, l, NULL);

@@ -26,6 +26,8 @@ struct bm_loader_opts {
 	 * with the same ABI is adopted instead of loading a second one.
 	 */
 	const char *pin_dir;
+	/* With pin_dir: adopt what is pinned there or fail (-ENOENT); never load or pin (views). */
+	bool adopt_only;
 };
 
 /* What the probes chose, for the outcome and for tests. */
