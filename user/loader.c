@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,25 +48,42 @@ static bool btf_has_tracepoint(const struct btf *vmlinux, const char *tp)
 	return btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) > 0;
 }
 
-/* The hrtimer function of the scheduler tick: tick_nohz_handler since 6.9, tick_sched_timer before. */
+/*
+ * The hrtimer function of the scheduler tick: tick_nohz_handler since 6.9,
+ * tick_sched_timer before. /proc/kallsyms is 5 MB the kernel formats as we
+ * read: big reads, a substring search, and a stop as soon as it is found
+ * (the symbols come in address order, the tick's a third of the way in).
+ */
 static uint64_t find_tick_fn(void)
 {
-	char line[256], name[128];
-	unsigned long long addr;
+	static const char *const names[] = { " tick_nohz_handler\n", " tick_sched_timer\n" };
+	size_t keep = 0, len, i;
 	uint64_t found = 0;
-	char type;
-	FILE *f;
+	char *buf, *hit, *line;
+	ssize_t n;
+	int fd;
 
-	f = fopen("/proc/kallsyms", "re");
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%llx %c %127s", &addr, &type, name) != 3)
-			continue;
-		if (!strcmp(name, "tick_nohz_handler") || !strcmp(name, "tick_sched_timer"))
-			found = addr;
+	fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+	buf = malloc(1 << 20);
+	while (fd >= 0 && buf && !found && (n = read(fd, buf + keep, (1 << 20) - keep - 1)) > 0) {
+		len = keep + (size_t)n;
+		buf[len] = '\0';
+		for (i = 0; i < BM_ARRAY_SIZE(names) && !found; i++) {
+			hit = strstr(buf, names[i]);
+			if (!hit)
+				continue;
+			for (line = hit; line > buf && line[-1] != '\n'; line--)
+				;
+			found = strtoull(line, NULL, 16);
+		}
+		/* a name may straddle two reads: carry the last partial line over */
+		line = memrchr(buf, '\n', len);
+		keep = line ? len - (size_t)(line + 1 - buf) : 0;
+		memmove(buf, buf + len - keep, keep);
 	}
-	fclose(f);
+	free(buf);
+	if (fd >= 0)
+		close(fd);
 	return found;
 }
 
