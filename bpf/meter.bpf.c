@@ -127,6 +127,7 @@ static __always_inline void charge(struct task_struct *t)
 	struct bm_task_state *ts;
 	__u64 sum, rd, cpu, wait, slice, now, start, lost = 0, lost2 = 0;
 	struct bm_meter *m;
+	__u32 lane;
 
 	m = meter_of(t);
 	if (!m)
@@ -160,6 +161,7 @@ static __always_inline void charge(struct task_struct *t)
 	ts->run_delay_ns = rd;
 	if (cpu > now)
 		return;
+	lane = bm_lane();
 	if (cpu) {
 		/*
 		 * The kernel counted sum_exec_runtime a moment before now (at the
@@ -170,7 +172,7 @@ static __always_inline void charge(struct task_struct *t)
 		start = now - cpu;
 		if (start < ts->until_ns)
 			start = ts->until_ns < now ? ts->until_ns : now;
-		lost = bm_add_interval(m, BM_DIM_CPU, start, now, &cpu_c);
+		lost = bm_add_interval(m, BM_DIM_CPU, start, now, lane, &cpu_c);
 		if (lost + cpu - (now - start))
 			__sync_fetch_and_add(&m->late[BM_DIM_CPU], lost + cpu - (now - start));
 	}
@@ -179,7 +181,7 @@ static __always_inline void charge(struct task_struct *t)
 		/* the wait ended where the current slice began: usually in now's window */
 		slice = sum - t->se.prev_sum_exec_runtime;
 		slice = slice < now ? now - slice : 0;
-		lost2 = bm_flow_add(m, BM_DIM_RUNQ, bm_window_of(m, slice, now), wait, &rq_c);
+		lost2 = bm_flow_add(m, BM_DIM_RUNQ, bm_window_of(m, slice), wait, lane, &rq_c);
 		if (lost2)
 			__sync_fetch_and_add(&m->late[BM_DIM_RUNQ], lost2);
 	}
@@ -459,8 +461,8 @@ static __always_inline void net_charge(struct sock *sk, int bytes)
 	m = meter_of(cur);
 	if (!m)
 		return;
-	x = bpf_ktime_get_ns() / m->window_ns;
-	lost = bm_flow_add(m, BM_DIM_NET, x, bytes, &c);
+	x = bm_window_of(m, bpf_ktime_get_ns());
+	lost = bm_flow_add(m, BM_DIM_NET, x, bytes, bm_lane(), &c);
 	if (lost) {
 		__sync_fetch_and_add(&m->late[BM_DIM_NET], lost);
 		stat_inc(BM_STAT_LATE);

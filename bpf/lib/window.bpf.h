@@ -85,15 +85,16 @@ static __always_inline int bm_slot_open(struct bm_meter *m, __u32 s, __u64 x)
 /*
  * Add v to window x of flow dimension d; called without the lock. The lock
  * is taken only to open a window's slot, once per window; within a window
- * an event is one atomic add to this CPU's lane. With a threshold set, the
+ * an event is one atomic add to this CPU's lane (bm_lane(), taken once per
+ * event by the caller). With a threshold set, the
  * lanes are summed and the first add that finds the sum at or over it
  * reports the crossing (the fetch-or on crossed[] lets exactly one win).
  * Returns v if window x has left the ring (the caller counts it late), or 0.
  */
-static __always_inline __u64 bm_flow_add(struct bm_meter *m, int d, __u64 x, __u64 v,
+static __always_inline __u64 bm_flow_add(struct bm_meter *m, int d, __u64 x, __u64 v, __u32 lane,
 					 struct bm_cross *c)
 {
-	__u32 s, lane = bpf_get_smp_processor_id() & (BM_LANES - 1);
+	__u32 s;
 	__u64 t, sum;
 	int err = 0;
 
@@ -117,8 +118,14 @@ static __always_inline __u64 bm_flow_add(struct bm_meter *m, int d, __u64 x, __u
 	return 0;
 }
 
-/* Window of time t, given a time now >= t: no division when both share a window. */
-static __always_inline __u64 bm_window_of(const struct bm_meter *m, __u64 t, __u64 now)
+/* This CPU's lane. */
+static __always_inline __u32 bm_lane(void)
+{
+	return bpf_get_smp_processor_id() & (BM_LANES - 1);
+}
+
+/* Window of time t: no division when it is the newest window, as it nearly always is. */
+static __always_inline __u64 bm_window_of(const struct bm_meter *m, __u64 t)
 {
 	__u64 W = m->window_ns, x = m->last_win;
 
@@ -131,6 +138,7 @@ struct bm_split {
 	struct bm_meter *m;
 	struct bm_cross *c;
 	__u64 start, end, ws, we, lost;
+	__u32 lane;
 	int d;
 };
 
@@ -145,33 +153,33 @@ static long bm_split_one(__u64 i, void *ctx)
 	lo = x == sp->ws ? sp->start : x * W;
 	hi = x == sp->we ? sp->end : (x + 1) * W;
 	if (hi > lo)
-		sp->lost += bm_flow_add(sp->m, sp->d, x, hi - lo, sp->c);
+		sp->lost += bm_flow_add(sp->m, sp->d, x, hi - lo, sp->lane, sp->c);
 	return 0;
 }
 
 /*
  * Charge [start, end) to flow dimension d, split at window edges so that
  * no window holds more than it lasted. The common cases, an interval within
- * one window or across one edge, cost one or two divisions and no loop; a
+ * one window or across one edge, cost no division and no loop; a
  * longer one goes through bpf_loop(), which the verifier checks once rather
  * than once per iteration. Returns what found no window (older than
  * BM_SPLIT windows, or than the ring).
  */
 static __always_inline __u64 bm_add_interval(struct bm_meter *m, int d, __u64 start, __u64 end,
-					     struct bm_cross *c)
+					     __u32 lane, struct bm_cross *c)
 {
-	struct bm_split sp = { .m = m, .c = c, .d = d, .start = start, .end = end };
+	struct bm_split sp = { .m = m, .c = c, .d = d, .start = start, .end = end, .lane = lane };
 	__u64 W = m->window_ns, edge;
 
 	if (end <= start)
 		return 0;
-	sp.ws = start / W;
+	sp.ws = bm_window_of(m, start);
 	edge = (sp.ws + 1) * W;
 	if (end <= edge)
-		return bm_flow_add(m, d, sp.ws, end - start, c);
+		return bm_flow_add(m, d, sp.ws, end - start, lane, c);
 	if (end - edge <= W)
-		return bm_flow_add(m, d, sp.ws, edge - start, c) +
-		       bm_flow_add(m, d, sp.ws + 1, end - edge, c);
+		return bm_flow_add(m, d, sp.ws, edge - start, lane, c) +
+		       bm_flow_add(m, d, sp.ws + 1, end - edge, lane, c);
 	sp.we = end / W;
 	if (sp.we - sp.ws >= BM_SPLIT) {
 		sp.ws = sp.we - BM_SPLIT + 1;
