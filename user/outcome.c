@@ -143,9 +143,10 @@ static json_t *hist_json(const struct bm_summary *s, int d)
 static json_t *peaks_json(const struct bm_summary *s)
 {
 	json_t *p = json_object();
-	int d;
+	int i;
 
-	for (d = 0; d < BM_DIM__MAX; d++) {
+	for (i = 0; i < BM_DIM__MAX; i++) {
+		enum bm_dim d = bm_dim_order[i];
 		double v = s ? bm_window_display(d, (double)s->peak[d], s->window_ns) : 0;
 
 		json_object_set_new(p, bm_window_dim_name(d),
@@ -183,7 +184,7 @@ static json_t *summary_json(const struct bm_outcome *o, json_t *root)
 
 	hists = json_object();
 	for (d = 0; s && d < BM_DIM__MAX; d++)
-		json_object_set_new(hists, bm_window_dim_name(d), hist_json(s, d));
+		json_object_set_new(hists, bm_window_dim_name(bm_dim_order[d]), hist_json(s, bm_dim_order[d]));
 	json_object_set_new(root, "histograms", hists);
 	return root;
 }

@@ -7,11 +7,6 @@
 #include "histfmt.h"
 #include "report.h"
 
-/* The order people read the dimensions in, not the kernel's (flows first). */
-static const enum bm_dim display_order[BM_DIM__MAX] = {
-	BM_DIM_CPU, BM_DIM_MEM, BM_DIM_PIDS, BM_DIM_NET, BM_DIM_RUNQ,
-};
-
 static void summary_line(const struct bm_outcome *out)
 {
 	const struct bm_summary *s = out->sum;
@@ -42,7 +37,7 @@ void bm_report(const struct bm_run_opts *o, struct bm_outcome *out)
 		bm_err("failed to write the outcome to %s: %s", o->outcome, strerror(-err));
 	if (o->hist && out->sum)
 		for (d = 0; d < BM_DIM__MAX; d++)
-			bm_hist_print(stderr, display_order[d], out->sum->hist[display_order[d]],
+			bm_hist_print(stderr, bm_dim_order[d], out->sum->hist[bm_dim_order[d]],
 				      out->sum->window_ns);
 	if (!o->quiet && out->sum)
 		summary_line(out);

@@ -19,6 +19,10 @@ static const char *const dim_short[BM_DIM__MAX] = {
 	[BM_DIM_NET] = "net", [BM_DIM_RUNQ] = "runq",
 };
 
+const enum bm_dim bm_dim_order[BM_DIM__MAX] = {
+	BM_DIM_CPU, BM_DIM_MEM, BM_DIM_PIDS, BM_DIM_NET, BM_DIM_RUNQ,
+};
+
 unsigned int bm_window_bucket(uint64_t v)
 {
 	if (v >= 1ULL << 62)

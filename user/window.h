@@ -38,6 +38,9 @@ double bm_window_bucket_upper(unsigned int k);
 
 /* The exclusive upper edge of dimension d's bucket k, in display units. */
 double bm_window_bucket_edge(enum bm_dim d, unsigned int k, uint64_t window_ns);
+/* The dimensions in the order people read them (cpu, memory, tasks, net, run queue). */
+extern const enum bm_dim bm_dim_order[BM_DIM__MAX];
+
 /* A raw window value of dimension d in display units: cores, bytes, tasks, bytes/s, ms. */
 double bm_window_display(enum bm_dim d, double raw, uint64_t window_ns);
 /* Name of the display unit of d: "cpu_cores", "memory_bytes", "pids", ... */
