@@ -101,10 +101,13 @@ $(O)/bpf $(O)/gen $(O)/user $(O)/tools $(O)/workloads $(O)/tests/unit $(O)/tests
 deps:
 	$(Q)tools/deps.sh
 
+# the main job: one bursty demo effect metered standalone, then the node agent in the
+# foreground with its embedded defaults (Ctrl-C stops it)
 run: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)tools/as-root.sh $(BIN) run --id demo --intent "bursty demo workload" --hist \
+	$(Q)tools/as-root.sh $(BIN) run --standalone --id demo --intent "bursty demo workload" --hist \
 		--outcome - -- $(O)/workloads/bm-demo
+	$(Q)tools/as-root.sh $(BIN) agent
 
 unit-bins: $(UNIT_BINS)
 integ-bins: $(INTEG_BINS)

@@ -374,6 +374,8 @@ int bm_agent_run(const struct bm_agent_cfg *cfg)
 	bm_info("agent ready: API on %s, /metrics on %s, state in %s%s", a->cfg.socket,
 		a->cfg.metrics[0] ? a->cfg.metrics : "(off)", a->cfg.state_dir,
 		bm_loader__adopted(a->loader) ? " (meter adopted from pins)" : "");
+	bm_info("try: curl --unix-socket %s http://localhost/v1/healthz, or "
+		"burstmeter run -- CMD (it goes through the agent); Ctrl-C stops it", a->cfg.socket);
 	while (!a->stopping) {
 		n = epoll_wait(a->epfd, ev, BM_ARRAY_SIZE(ev), ag_api_timeout_ms(a));
 		if (n < 0 && errno != EINTR) {
