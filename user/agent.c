@@ -306,6 +306,13 @@ static int setup(struct bm_agent *a)
 		ret = bm_cgroup_env_self_dir(&a->env, a->parent, sizeof(a->parent));
 	if (ret)
 		return bm_err("failed to find our cgroup v2 directory: %s", strerror(-ret)), ret;
+	if (a->cfg.policy[0]) {
+		struct bm_policy pol;
+
+		ret = bm_policy_load_file(a->cfg.policy, "-", "-", &pol, err, sizeof(err));
+		if (ret)
+			return bm_err("invalid policy: %s", ret == -EINVAL ? err : strerror(-ret)), ret;
+	}
 	a->exp = bm_export__new(BM_AGENT_MAX_TENANTS, a->cfg.max_tools);
 	a->epfd = epoll_create1(EPOLL_CLOEXEC);
 	sigemptyset(&mask);

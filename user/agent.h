@@ -96,6 +96,8 @@ void ag_stream_push(struct ag_effect *e, json_t *line);
 
 /* The effect is done: outcome, store, metrics, streams; then it is freed. */
 void ag_finish_effect(struct bm_agent *a, struct ag_effect *e);
+/* The supervision options of an effect: its request's limits and the agent's policy. */
+void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_opts *so);
 /* Start effects while the node has room, in priority order. */
 void ag_schedule(struct bm_agent *a);
 /* Re-adopt the effects an earlier agent left running or queued. */

@@ -21,20 +21,6 @@
 #define SERIES_MAX 360000
 #define TIMELINE_POINTS 1000
 
-/* The value of flow d in window x: the sum of its lanes, 0 if the slot holds another window. */
-static double flow(const struct bm_meter *m, int d, uint64_t x)
-{
-	uint32_t slot = x % BM_RING;
-	uint64_t v = 0;
-	int l;
-
-	if (m->slot_win[slot] != x)
-		return 0;
-	for (l = 0; l < BM_LANES; l++)
-		v += m->lane[l].v[slot][d];
-	return (double)v;
-}
-
 void ag_sample(struct bm_agent *a, struct ag_effect *e)
 {
 	uint64_t x, now_win;
@@ -55,7 +41,7 @@ void ag_sample(struct bm_agent *a, struct ag_effect *e)
 		e->series_next_win = now_win - BM_RING + 1;
 	for (x = e->series_next_win; x < now_win && e->series.n < SERIES_MAX; x++) {
 		for (d = 0; d < BM_FLOWS; d++)
-			v[d] = bm_window_display(d, flow(&m, d, x), m.window_ns);
+			v[d] = bm_window_display(d, bm_window_flow(&m, d, x), m.window_ns);
 		/* levels: this window's peak if it is the level window, else where it stands */
 		v[BM_DIM_MEM] = x == m.lvl_win ? (double)m.lvl_max[BM_DIM_MEM] : (double)(m.rss_bytes > 0 ? m.rss_bytes : 0);
 		v[BM_DIM_PIDS] = x == m.lvl_win ? (double)m.lvl_max[BM_DIM_PIDS] : (double)(m.tasks > 0 ? m.tasks : 0);
@@ -137,20 +123,10 @@ static uint64_t pid_start(pid_t pid)
 
 static void adopt_running(struct bm_agent *a, struct ag_effect *e, const struct bm_effect_row *row)
 {
-	struct bm_sup_opts so = {
-		.id = e->req.id, .tenant = e->tenant, .intent = e->req.intent, .argv = e->req.argv,
-		.window_ns = e->req.window_ns,
-		.limits = { .cpu_milli = e->req.sandbox.cpu_limit_milli,
-			    .memory_bytes = e->req.sandbox.memory_limit,
-			    .pids = e->req.sandbox.pids_limit,
-			    .timeout_ns = e->req.sandbox.timeout_ns },
-	};
-	char err[512];
+	struct bm_sup_opts so;
 	int status = -1;
 
-	bm_policy_default(&so.policy);
-	if (a->cfg.policy[0])
-		bm_policy_load_file(a->cfg.policy, e->tenant, e->tool, &so.policy, err, sizeof(err));
+	ag_sup_opts(a, e, &so);
 	e->started = true;
 	a->running++;
 	if (snprintf(e->status_path, sizeof(e->status_path), "%s/run/%s.%s.status", a->cfg.state_dir,

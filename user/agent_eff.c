@@ -161,25 +161,37 @@ static int attach(struct ag_effect *e)
 	return e->shim.pidfd < 0 ? -errno : 0;
 }
 
+void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_opts *so)
+{
+	char err[512];
+
+	memset(so, 0, sizeof(*so));
+	so->id = e->req.id;
+	so->tenant = e->tenant;
+	so->intent = e->req.intent;
+	so->argv = e->req.argv;
+	so->window_ns = e->req.window_ns;
+	so->limits.cpu_milli = e->req.sandbox.cpu_limit_milli;
+	so->limits.memory_bytes = e->req.sandbox.memory_limit;
+	so->limits.pids = e->req.sandbox.pids_limit;
+	so->limits.timeout_ns = e->req.sandbox.timeout_ns;
+	bm_policy_default(&so->policy);
+	/* the policy was checked when the agent started; a file changed since falls back */
+	if (a->cfg.policy[0] && bm_policy_load_file(a->cfg.policy, e->tenant, e->tool, &so->policy, err, sizeof(err))) {
+		bm_warn("policy for %s/%s: %s; using the default", e->tenant, e->req.id, err);
+		bm_policy_default(&so->policy);
+	}
+}
+
 static void start(struct bm_agent *a, struct ag_effect *e)
 {
-	struct bm_sup_opts so = {
-		.id = e->req.id, .tenant = e->tenant, .intent = e->req.intent, .argv = e->req.argv,
-		.window_ns = e->req.window_ns,
-		.limits = { .cpu_milli = e->req.sandbox.cpu_limit_milli,
-			    .memory_bytes = e->req.sandbox.memory_limit,
-			    .pids = e->req.sandbox.pids_limit,
-			    .timeout_ns = e->req.sandbox.timeout_ns },
-	};
-	char err[512];
+	struct bm_sup_opts so;
 	int ret;
 
 	a->queued--;
 	a->running++;
 	e->started = true;
-	bm_policy_default(&so.policy);
-	if (a->cfg.policy[0] && bm_policy_load_file(a->cfg.policy, e->tenant, e->tool, &so.policy, err, sizeof(err)))
-		bm_warn("policy for %s/%s: %s; using the default", e->tenant, e->req.id, err);
+	ag_sup_opts(a, e, &so);
 	ret = bm_sup__start(&e->sup, a->loader, &a->env, a->parent, &so);
 	if (ret)
 		return start_failed(a, e, 0, e->sup.failed_step, ret);

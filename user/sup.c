@@ -94,13 +94,10 @@ static void init_outcome(struct bm_sup *s)
 	out->started_wall_ns = bm_wall_ns();
 }
 
-int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_env *env,
-		  const char *parent_dir, const struct bm_sup_opts *o)
+/* What starting and adopting share: the options, the policy with its ceilings, the name. */
+static void prepare(struct bm_sup *s, struct bm_loader *l, const struct bm_sup_opts *o)
 {
-	const struct bm_limits none = { 0 }, *lim = o->meter_only ? &none : &o->limits;
-	uint64_t thresh[BM_DIM__MAX], kill_at[BM_DIM__MAX];
-	bool cpu_throttle;
-	int err, p;
+	int p;
 
 	s->o = *o;
 	s->loader = l;
@@ -110,8 +107,18 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 		s->acting |= s->o.policy.dim[p].soft > 0 || s->o.policy.dim[p].hard > 0;
 	bm_ladder_init(&s->lad);
 	init_outcome(s);
-
 	snprintf(s->name, sizeof(s->name), "burstmeter.%s.%s", o->tenant, o->id);
+}
+
+int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_env *env,
+		  const char *parent_dir, const struct bm_sup_opts *o)
+{
+	const struct bm_limits none = { 0 }, *lim = o->meter_only ? &none : &o->limits;
+	uint64_t thresh[BM_DIM__MAX], kill_at[BM_DIM__MAX];
+	bool cpu_throttle;
+	int err, p;
+
+	prepare(s, l, o);
 	s->failed_step = "create the cgroup";
 	s->cg = bm_cgroup__create(parent_dir, s->name);
 	if (!s->cg)
@@ -166,17 +173,9 @@ int bm_sup__adopt(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 		  const char *cgroup_path, const struct bm_sup_opts *o)
 {
 	struct bm_meter m;
-	int err, p;
+	int err;
 
-	s->o = *o;
-	s->loader = l;
-	bm_policy_ceilings(&s->o.policy, o->limits.cpu_milli / 1000.0, (double)o->limits.memory_bytes,
-			   (double)o->limits.pids);
-	for (p = 0; p < BM_P__MAX; p++)
-		s->acting |= s->o.policy.dim[p].soft > 0 || s->o.policy.dim[p].hard > 0;
-	bm_ladder_init(&s->lad);
-	init_outcome(s);
-	snprintf(s->name, sizeof(s->name), "burstmeter.%s.%s", o->tenant, o->id);
+	prepare(s, l, o);
 	s->failed_step = "open the cgroup";
 	s->cg = bm_cgroup__open(cgroup_path);
 	if (!s->cg)
@@ -238,20 +237,6 @@ void bm_sup__event(struct bm_sup *s, const struct bm_event *e)
 		arm_timer(s->timer_fd, 0);
 }
 
-/* The value of flow d in window x: the sum of its lanes, 0 if the slot holds another window. */
-static double flow_value(const struct bm_meter *m, int d, uint64_t x)
-{
-	uint32_t slot = x % BM_RING;
-	uint64_t v = 0;
-	int l;
-
-	if (m->slot_win[slot] != x)
-		return 0;
-	for (l = 0; l < BM_LANES; l++)
-		v += m->lane[l].v[slot][d];
-	return (double)v;
-}
-
 /* What the ladder sees: levels (or their peak in this window), flows over this and the last window. */
 static void sample(struct bm_sup *s, const struct bm_meter *m, uint64_t now, struct bm_sample *sm)
 {
@@ -272,8 +257,8 @@ static void sample(struct bm_sup *s, const struct bm_meter *m, uint64_t now, str
 			continue;
 		}
 		/* a fresh window looks empty: take the last full one too */
-		cur = flow_value(m, d, x);
-		prev = flow_value(m, d, x - 1);
+		cur = bm_window_flow(m, d, x);
+		prev = bm_window_flow(m, d, x - 1);
 		sm->value[p] = bm_window_display(d, cur > prev ? cur : prev, W);
 	}
 	bm_ceilings_events(&s->ceil, &ooms, &refused);

@@ -113,6 +113,19 @@ int bm_window_finalize(const struct bm_meter *m, uint64_t end_win, struct bm_sum
 	return 0;
 }
 
+double bm_window_flow(const struct bm_meter *m, int d, uint64_t x)
+{
+	uint32_t slot = x % BM_RING;
+	uint64_t v = 0;
+	int l;
+
+	if (m->slot_win[slot] != x)
+		return 0;
+	for (l = 0; l < BM_LANES; l++)
+		v += m->lane[l].v[slot][d];
+	return (double)v;
+}
+
 double bm_window_bucket_edge(enum bm_dim d, unsigned int k, uint64_t window_ns)
 {
 	double up = bm_window_bucket_upper(k);

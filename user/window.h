@@ -31,6 +31,9 @@ struct bm_summary {
  */
 int bm_window_finalize(const struct bm_meter *m, uint64_t end_win, struct bm_summary *s);
 
+/* Flow d's raw value in window x while it is open (the sum of its lanes); 0 if its slot moved on. */
+double bm_window_flow(const struct bm_meter *m, int d, uint64_t x);
+
 /* Bucket of a value, as the kernel computes it: 0 for 0, else its bit length. */
 unsigned int bm_window_bucket(uint64_t v);
 /* Exclusive upper bound of bucket k in raw units (2^k; 0 for bucket 0). */
