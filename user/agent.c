@@ -313,7 +313,7 @@ static int setup(struct bm_agent *a)
 		if (ret)
 			return bm_err("invalid policy: %s", ret == -EINVAL ? err : strerror(-ret)), ret;
 	}
-	a->exp = bm_export__new(BM_AGENT_MAX_TENANTS, a->cfg.max_tools);
+	a->exp = bm_export__new(a->cfg.max_metric_tenants, a->cfg.max_tools);
 	a->epfd = epoll_create1(EPOLL_CLOEXEC);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);

@@ -26,7 +26,9 @@ void bm_agent_cfg_default(struct bm_agent_cfg *c)
 	c->tenant_max_running = 16;
 	c->admit_cpu_pressure = 80;
 	c->admit_mem_available = 256ULL << 20;
-	c->max_tools = 32;
+	/* /metrics series <= 406 x (tenants + 1) x (tools + 1) + 8: 16 x 16 keeps it near 117k */
+	c->max_tools = 16;
+	c->max_metric_tenants = 16;
 }
 
 struct y_tenant {
@@ -36,7 +38,7 @@ struct y_tenant {
 struct y_cfg {
 	char *socket, *socket_mode, *state_dir, *pin_dir, *metrics, *policy;
 	char *window_ms, *max_running, *max_queued, *tenant_max_running;
-	char *admit_cpu_pressure, *admit_mem_available, *max_tools;
+	char *admit_cpu_pressure, *admit_mem_available, *max_tools, *max_metric_tenants;
 	struct y_tenant *tenants;
 	unsigned int tenants_count;
 };
@@ -56,7 +58,7 @@ static const cyaml_schema_value_t tenant_schema = {
 static const cyaml_schema_field_t cfg_fields[] = {
 	STR(socket), STR(socket_mode), STR(state_dir), STR(pin_dir), STR(metrics), STR(policy),
 	STR(window_ms), STR(max_running), STR(max_queued), STR(tenant_max_running),
-	STR(admit_cpu_pressure), STR(admit_mem_available), STR(max_tools),
+	STR(admit_cpu_pressure), STR(admit_mem_available), STR(max_tools), STR(max_metric_tenants),
 	CYAML_FIELD_SEQUENCE("tenants", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL, struct y_cfg, tenants,
 			     &tenant_schema, 0, BM_AGENT_MAX_TENANTS),
 	CYAML_FIELD_END,
@@ -154,6 +156,7 @@ static int apply(struct ctx *x, const struct y_cfg *y, struct bm_agent_cfg *c)
 	err = err ?: uint_field(x, "tenant_max_running", y->tenant_max_running, 1, 100000, &c->tenant_max_running);
 	err = err ?: uint_field(x, "admit_cpu_pressure", y->admit_cpu_pressure, 1, 100, &pressure);
 	err = err ?: uint_field(x, "max_tools", y->max_tools, 1, 1000, &c->max_tools);
+	err = err ?: uint_field(x, "max_metric_tenants", y->max_metric_tenants, 1, 1000, &c->max_metric_tenants);
 	if (!err && y->admit_mem_available &&
 	    bm_parse_size(y->admit_mem_available, 0, 1ULL << 50, &c->admit_mem_available))
 		err = FAIL(x, "admit_mem_available", "invalid admit_mem_available '%s': expected a size, e.g. 256M",

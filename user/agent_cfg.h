@@ -40,6 +40,7 @@ struct bm_agent_cfg {
 	double admit_cpu_pressure;	/* node PSI cpu some avg10 (%) above which nothing starts */
 	uint64_t admit_mem_available;	/* MemAvailable (bytes) below which nothing starts */
 	unsigned int max_tools;		/* tool kinds kept as /metrics labels before "other" */
+	unsigned int max_metric_tenants;	/* tenants kept as /metrics labels before "other" */
 	struct bm_tenant_map tenants[BM_AGENT_MAX_TENANTS];
 	unsigned int n_tenants;
 };

@@ -22,6 +22,10 @@ vm_filter() {
 		# to give. (The CPU ground truths that allow for start-up read BM_VM=1.)
 		echo 'test_run_threads'
 		;;
+	test_views)
+		# top in tmux: the VM has no tmux (the plain --once/--json views still run)
+		echo 'test_views_top_tmux'
+		;;
 	esac
 }
 

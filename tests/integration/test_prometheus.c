@@ -1,0 +1,1059 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * /metrics as a real Prometheus sees it: the agent ($BM_BIN agent) with
+ * --metrics on a free loopback port, a private Prometheus (Debian's 2.42,
+ * $BM_PROMETHEUS) scraping it every second with tools/dashboards/rules.yaml
+ * loaded, bursty effects and one killed at a pids ceiling launched through
+ * the agent's socket, then PromQL over the HTTP API: the 0.99 quantile of
+ * per-window CPU shows the bursts that the mean hides, the counters moved,
+ * the recording rules produce series, the exemplars carry effect ids, and
+ * every expression of tools/dashboards/burstmeter.json evaluates. /metrics
+ * fetched directly passes promtool and tests/unit/check_metrics.py in both
+ * formats. A second test holds the rules and the dashboard to promtool on
+ * their own: check rules, and unit tests of every alert.
+ *
+ * Prometheus and the agent are children of the test: both are stopped, the
+ * temporary directory and the agent's pins removed, on every path.
+ */
+#include "runner.h"
+#include "client.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#define HTTP_TIMEOUT_MS 10000
+#define READY_TIMEOUT_MS 30000
+#define SCRAPE_S 1
+
+struct stack {
+	pid_t agent, prom;
+	int metrics_port, prom_port;
+	char dir[PATH_MAX];	/* everything of the agent and of Prometheus */
+	char sock[PATH_MAX + 16], state[PATH_MAX + 16], log[PATH_MAX + 16], cfg[PATH_MAX + 16];
+	char prom_yml[PATH_MAX + 16], prom_log[PATH_MAX + 16], data[PATH_MAX + 16];
+	char pins[PATH_MAX];
+	char rules[PATH_MAX], dashboard[PATH_MAX];	/* absolute */
+};
+
+static struct stack st;
+static const char *prometheus, *promtool, *python;
+static char checker[PATH_MAX];
+
+/* ------------------------------------------------------------------ helpers */
+
+static void rm_rf(const char *path)
+{
+	char cmd[PATH_MAX + 32];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+	if (system(cmd))
+		print_error("failed to remove %s\n", path);
+}
+
+static void dump_file(const char *who, const char *path)
+{
+	char line[2048];
+	FILE *f = fopen(path, "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		print_error("  %s: %s", who, line);
+	if (f)
+		fclose(f);
+}
+
+/*
+ * Exit status of a shell command (128 + signal if it did not exit); what it
+ * prints is kept out of the TAP stream, and shown when it fails.
+ */
+static int run_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run_sh(const char *fmt, ...)
+{
+	char cmd[4 * PATH_MAX], out[PATH_MAX + 16];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	snprintf(out, sizeof(out), "%s/cmd.out", st.dir);
+	assert_true(strlen(cmd) + strlen(out) + 16 < sizeof(cmd));
+	strcat(strcat(strcat(cmd, " >"), out), " 2>&1");
+	rc = system(cmd);
+	rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + (WIFSIGNALED(rc) ? WTERMSIG(rc) : 0);
+	if (rc) {
+		print_error("%s: exit %d\n", cmd, rc);
+		dump_file("output", out);
+	}
+	unlink(out);
+	return rc;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+
+	assert_non_null(f);
+	assert_true(fputs(text, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Two distinct free loopback ports: bound to port 0 together, then released. */
+static void free_ports(int *a, int *b)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int fd[2], i, *port[2] = { a, b };
+
+	for (i = 0; i < 2; i++) {
+		fd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		assert_true(fd[i] >= 0);
+		sa.sin_port = 0;
+		assert_int_equal(bind(fd[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
+		len = sizeof(sa);
+		assert_int_equal(getsockname(fd[i], (struct sockaddr *)&sa, &len), 0);
+		*port[i] = ntohs(sa.sin_port);
+	}
+	close(fd[0]);
+	close(fd[1]);
+}
+
+/*
+ * GET http://127.0.0.1:port/path as HTTP/1.0 (the whole body, then the
+ * server closes: no chunks). Returns the status and the body in *body
+ * (malloc'd; NULL on error), or -errno. ctype, if given: the Content-Type.
+ */
+static int http_get(int port, const char *path, const char *accept, char **body, char *ctype, size_t ctlen)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	uint64_t deadline = now_ns() + HTTP_TIMEOUT_MS * 1000000ULL;
+	struct pollfd pfd = { .events = POLLIN };
+	struct buf b = { 0 };
+	char req[16384], *hdr_end, *p;
+	int fd, status = -EPROTO, len;
+	bool eof = false;
+	ssize_t n;
+
+	*body = NULL;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		status = -errno;
+		close(fd);
+		return status;
+	}
+	len = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n%s%s%sConnection: close\r\n\r\n",
+		       path, port, accept ? "Accept: " : "", accept ? accept : "", accept ? "\r\n" : "");
+	assert_true(len > 0 && len < (int)sizeof(req));
+	for (p = req; p < req + len; p += n) {
+		n = write(fd, p, req + len - p);
+		if (n <= 0) {
+			close(fd);
+			return -EIO;
+		}
+	}
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	pfd.fd = fd;
+	while (!eof && now_ns() < deadline) {
+		poll(&pfd, 1, 50);
+		buf_read(&b, fd, &eof);
+	}
+	close(fd);
+	if (!eof) {
+		free(b.p);
+		return -ETIMEDOUT;
+	}
+	hdr_end = b.p ? strstr(b.p, "\r\n\r\n") : NULL;
+	if (!hdr_end || sscanf(b.p, "HTTP/1.%*d %d", &status) != 1) {
+		free(b.p);
+		return -EPROTO;
+	}
+	*hdr_end = '\0';
+	if (strcasestr(b.p, "\r\nTransfer-Encoding: chunked"))
+		fail_msg("GET %s: a chunked answer to HTTP/1.0", path);
+	if (ctype) {
+		p = strcasestr(b.p, "\r\nContent-Type: ");
+		snprintf(ctype, ctlen, "%.*s", p ? (int)strcspn(p + 16, "\r") : 0, p ? p + 16 : "");
+	}
+	*body = strdup(hdr_end + 4);
+	free(b.p);
+	assert_non_null(*body);
+	return status;
+}
+
+static void urlenc(char *dst, size_t size, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	for (; *s && o + 4 < size; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+			dst[o++] = (char)c;
+		} else {
+			dst[o++] = '%';
+			dst[o++] = hex[c >> 4];
+			dst[o++] = hex[c & 15];
+		}
+	}
+	assert_true(!*s);	/* all of it fit */
+	dst[o] = '\0';
+}
+
+/* GET an API path of our Prometheus; its JSON "data" (a new reference), failing unless "success". */
+static json_t *prom_api(const char *path)
+{
+	json_t *root, *data;
+	json_error_t jerr;
+	char *body;
+	int status = http_get(st.prom_port, path, NULL, &body, NULL, 0);
+
+	if (status < 0)
+		fail_msg("GET %s from Prometheus: %s", path, strerror(-status));
+	root = json_loads(body, 0, &jerr);
+	if (!root || strcmp(json_string_value(json_object_get(root, "status")) ?: "", "success"))
+		fail_msg("GET %s: status %d: %s", path, status, body);
+	free(body);
+	data = json_incref(json_object_get(root, "data"));
+	json_decref(root);
+	return data;
+}
+
+/* An instant query's result array (a new reference). */
+static json_t *query(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *query(const char *fmt, ...)
+{
+	char expr[4096], enc[3 * sizeof(expr) + 64], path[sizeof(enc) + 32];
+	json_t *data, *res;
+	va_list ap;
+
+	va_start(ap, fmt);
+	assert_true(vsnprintf(expr, sizeof(expr), fmt, ap) < (int)sizeof(expr));
+	va_end(ap);
+	urlenc(enc, sizeof(enc), expr);
+	snprintf(path, sizeof(path), "/api/v1/query?query=%s", enc);
+	data = prom_api(path);
+	res = json_incref(json_object_get(data, "result"));
+	json_decref(data);
+	return res;
+}
+
+/* The value of a sample ("value": [time, "text"]). */
+static double sample_value(json_t *s)
+{
+	const char *v = json_string_value(json_array_get(json_object_get(s, "value"), 1));
+
+	if (!v)
+		fail_msg("a sample without a value");
+	return strtod(v, NULL);	/* "NaN", "+Inf" too */
+}
+
+/* The value of a query that is one sample; NAN when it is none (more is a failure). */
+static double value(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static double value(const char *fmt, ...)
+{
+	char expr[4096];
+	json_t *res;
+	double v = NAN;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(expr, sizeof(expr), fmt, ap);
+	va_end(ap);
+	res = query("%s", expr);
+	if (json_array_size(res) > 1)
+		fail_msg("%s: %zu samples, want one", expr, json_array_size(res));
+	if (json_array_size(res) == 1)
+		v = sample_value(json_array_get(res, 0));
+	json_decref(res);
+	return v;
+}
+
+/* ------------------------------------------------------------------ agent */
+
+static void agent_start(void)
+{
+	char listen[32];
+	FILE *f;
+	int i, fd;
+
+	f = fopen(st.cfg, "we");
+	assert_non_null(f);
+	/* max_tools 20: the cap the cardinality test holds the series bound to */
+	fprintf(f, "max_running: 8\nmax_queued: 16\ntenant_max_running: 100\nadmit_cpu_pressure: 100\n"
+		   "admit_mem_available: 0\nmax_tools: 20\ntenants:\n  - { uid: 0, tenant: %s }\n", token);
+	assert_int_equal(fclose(f), 0);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", st.metrics_port);
+	st.agent = fork();
+	assert_true(st.agent >= 0);
+	if (!st.agent) {
+		fd = open(st.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(bm_bin, bm_bin, "agent", "--config", st.cfg, "--socket", st.sock, "--state-dir", st.state,
+		      "--pin-dir", st.pins, "--metrics", listen, (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 1000; i++) {
+		json_t *out = NULL;
+
+		if (bm_client_call(st.sock, "GET", "/v1/healthz", NULL, &out, 1000) == 200) {
+			json_decref(out);
+			return;
+		}
+		if (waitpid(st.agent, NULL, WNOHANG) == st.agent) {
+			st.agent = 0;
+			dump_file("agent", st.log);
+			fail_msg("the agent exited before it answered on %s", st.sock);
+		}
+		usleep(10000);
+	}
+	fail_msg("the agent did not answer on %s (log %s)", st.sock, st.log);
+}
+
+/* Stop a child of ours: sig, then SIGKILL if it is not gone in grace_ms. Returns its wait status. */
+static int stop_child(pid_t *pid, int sig, int grace_ms)
+{
+	int status = 0, t;
+
+	if (*pid <= 0)
+		return 0;
+	kill(*pid, sig);
+	for (t = 0; waitpid(*pid, &status, WNOHANG) != *pid; t += 10) {
+		if (t == grace_ms) {
+			print_error("pid %d did not stop in %d ms: SIGKILL\n", (int)*pid, grace_ms);
+			kill(*pid, SIGKILL);
+		}
+		usleep(10000);
+	}
+	*pid = 0;
+	return status;
+}
+
+static int call(const char *method, const char *path, json_t *body, json_t **out)
+{
+	int s = bm_client_call(st.sock, method, path, body, out, 10000);
+
+	json_decref(body);
+	return s;
+}
+
+/* Launch a workload (absolute path: the agent runs it from /) with an optional sandbox. */
+static void launch(const char *id, json_t *sandbox, const char *wl_name, ...)
+{
+	char path[PATH_MAX];
+	json_t *argv, *req, *e = NULL;
+	const char *a;
+	va_list ap;
+	int s;
+
+	if (!realpath(wl(wl_name), path))
+		fail_msg("workload %s: %s", wl_name, strerror(errno));
+	argv = json_pack("[s]", path);
+	va_start(ap, wl_name);
+	while ((a = va_arg(ap, const char *)))
+		json_array_append_new(argv, json_string(a));
+	va_end(ap);
+	req = json_pack("{s:s, s:o, s:s}", "id", id, "argv", argv, "intent", "prometheus integration");
+	if (sandbox)
+		json_object_set_new(req, "sandbox", sandbox);
+	s = call("POST", "/v1/effects", req, &e);
+	if (s != 201)
+		fail_msg("launch %s: status %d", id, s);
+	json_decref(e);
+}
+
+static json_t *wait_final(const char *id, int timeout_ms)
+{
+	static const char *const final[] = { "succeeded", "failed", "cancelled", "killed", "deadline_exceeded" };
+	char path[128];
+	json_t *e = NULL;
+	unsigned int i;
+	int t;
+
+	snprintf(path, sizeof(path), "/v1/effects/%s", id);
+	for (t = 0; t < timeout_ms; t += 20) {
+		json_decref(e);
+		e = NULL;
+		assert_int_equal(call("GET", path, NULL, &e), 200);
+		for (i = 0; i < 5; i++)
+			if (!strcmp(jstr(e, "state"), final[i]))
+				return e;
+		usleep(20000);
+	}
+	fail_msg("%s did not end in %d ms (state %s)", id, timeout_ms, jstr(e, "state"));
+	return NULL;
+}
+
+/* ------------------------------------------------------------- prometheus */
+
+static void prom_start(void)
+{
+	char cfg[2 * PATH_MAX], flag[4][PATH_MAX + 64];
+	uint64_t t0 = now_ns();
+	char *body = NULL;
+	int fd, t;
+
+	snprintf(cfg, sizeof(cfg),
+		 "global:\n  scrape_interval: %ds\n  scrape_timeout: %ds\n  evaluation_interval: %ds\n"
+		 "rule_files:\n  - %s\n"
+		 "scrape_configs:\n  - job_name: burstmeter\n    static_configs:\n"
+		 "      - targets: ['127.0.0.1:%d']\n",
+		 SCRAPE_S, SCRAPE_S, SCRAPE_S, st.rules, st.metrics_port);
+	write_file(st.prom_yml, cfg);
+	snprintf(flag[0], sizeof(flag[0]), "--config.file=%s", st.prom_yml);
+	snprintf(flag[1], sizeof(flag[1]), "--storage.tsdb.path=%s", st.data);
+	snprintf(flag[2], sizeof(flag[2]), "--web.listen-address=127.0.0.1:%d", st.prom_port);
+	/* exemplars from the OpenMetrics scrape: the effect ids of the peak buckets */
+	snprintf(flag[3], sizeof(flag[3]), "--enable-feature=exemplar-storage");
+	st.prom = fork();
+	assert_true(st.prom >= 0);
+	if (!st.prom) {
+		fd = open(st.prom_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		/* below the workloads: the CPU truths are theirs (we run at nice -20) */
+		if (setpriority(PRIO_PROCESS, 0, 10))
+			_exit(126);
+		execl(prometheus, prometheus, flag[0], flag[1], flag[2], flag[3], (char *)NULL);
+		_exit(127);
+	}
+	for (t = 0; t < READY_TIMEOUT_MS; t += 50) {
+		int s = http_get(st.prom_port, "/-/ready", NULL, &body, NULL, 0);
+
+		free(body);
+		if (s == 200) {
+			integ_note("Prometheus ready on 127.0.0.1:%d in %.2f s", st.prom_port,
+				   (double)(now_ns() - t0) / 1e9);
+			return;
+		}
+		if (waitpid(st.prom, NULL, WNOHANG) == st.prom) {
+			st.prom = 0;
+			dump_file("prometheus", st.prom_log);
+			fail_msg("%s exited before it was ready", prometheus);
+		}
+		usleep(50000);
+	}
+	dump_file("prometheus", st.prom_log);
+	fail_msg("Prometheus was not ready in %d ms", READY_TIMEOUT_MS);
+}
+
+/* Poll until the query is one sample of at least `want`, or fail after timeout_ms. */
+static double wait_value(double want, int timeout_ms, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static double wait_value(double want, int timeout_ms, const char *fmt, ...)
+{
+	char expr[4096];
+	double v = NAN;
+	va_list ap;
+	int t;
+
+	va_start(ap, fmt);
+	vsnprintf(expr, sizeof(expr), fmt, ap);
+	va_end(ap);
+	for (t = 0; t < timeout_ms; t += 200) {
+		v = value("%s", expr);
+		if (v >= want)
+			return v;
+		usleep(200000);
+	}
+	fail_msg("%s = %g after %d ms, want >= %g", expr, v, timeout_ms, want);
+	return v;
+}
+
+/* --------------------------------------------------------------- fixtures */
+
+static const char *dashboards_dir(void)
+{
+	const char *dir = getenv("BM_DASHBOARDS");
+
+	return dir && *dir ? dir : "tools/dashboards";
+}
+
+static int setup_stack(void **state)
+{
+	char path[PATH_MAX];
+
+	memset(&st, 0, sizeof(st));
+	snprintf(path, sizeof(path), "%s/rules.yaml", dashboards_dir());
+	if (!realpath(path, st.rules)) {
+		print_error("%s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/burstmeter.json", dashboards_dir());
+	if (!realpath(path, st.dashboard)) {
+		print_error("%s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (setup(state))
+		return -1;
+	snprintf(st.dir, sizeof(st.dir), "/tmp/bm-prom.XXXXXX");
+	if (!mkdtemp(st.dir)) {
+		print_error("mkdtemp: %s\n", strerror(errno));
+		teardown(state);
+		return -1;
+	}
+	snprintf(st.sock, sizeof(st.sock), "%s/api.sock", st.dir);
+	snprintf(st.state, sizeof(st.state), "%s/state", st.dir);
+	snprintf(st.log, sizeof(st.log), "%s/agent.log", st.dir);
+	snprintf(st.cfg, sizeof(st.cfg), "%s/agent.yaml", st.dir);
+	snprintf(st.prom_yml, sizeof(st.prom_yml), "%s/prometheus.yml", st.dir);
+	snprintf(st.prom_log, sizeof(st.prom_log), "%s/prometheus.log", st.dir);
+	snprintf(st.data, sizeof(st.data), "%s/data", st.dir);
+	snprintf(st.pins, sizeof(st.pins), "/sys/fs/bpf/burstmeter-test-%d", (int)getpid());
+	return 0;
+}
+
+/* Whatever happened: Prometheus and the agent stopped, pins and the directory removed. */
+static int teardown_stack(void **state)
+{
+	int status, found = 0;
+
+	stop_child(&st.prom, SIGTERM, 10000);
+	status = stop_child(&st.agent, SIGTERM, 10000);
+	if (access(st.pins, F_OK) == 0) {
+		print_error("pins left behind in %s\n", st.pins);
+		rm_rf(st.pins);
+		found++;
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status)) {
+		print_error("the agent exited %d\n", WEXITSTATUS(status));
+		found++;
+	}
+	if (found || getenv("BM_AGENT_LOG")) {
+		dump_file("agent", st.log);
+		dump_file("prometheus", st.prom_log);
+	}
+	rm_rf(st.dir);
+	return teardown(state) || found ? -1 : 0;
+}
+
+/* ------------------------------------------------------------ the checks */
+
+/* /metrics straight from the agent, in both formats, through promtool and check_metrics.py. */
+static void check_direct_scrape(const char *const ids[], size_t n_ids)
+{
+	char file[PATH_MAX + 32], ctype[128], needle[128], *text, *p;
+	uint64_t t0 = now_ns();
+	size_t i;
+	int s;
+
+	s = http_get(st.metrics_port, "/metrics", NULL, &text, ctype, sizeof(ctype));
+	assert_int_equal(s, 200);
+	integ_note("GET /metrics (0.0.4): %zu bytes in %.1f ms", strlen(text), (double)(now_ns() - t0) / 1e6);
+	assert_non_null(strstr(ctype, "text/plain; version=0.0.4"));
+	snprintf(needle, sizeof(needle), "tenant=\"%s\"", token);
+	assert_non_null(strstr(text, needle));
+	for (i = 0; i < n_ids; i++)	/* no effect id anywhere in 0.0.4 text */
+		if (strstr(text, ids[i]))
+			fail_msg("effect id %s in the 0.0.4 exposition", ids[i]);
+	snprintf(file, sizeof(file), "%s/metrics.prom", st.dir);
+	write_file(file, text);
+	free(text);
+	if (run_sh("%s check metrics < %s", promtool, file))
+		fail_msg("promtool check metrics refused %s", file);
+	if (run_sh("%s %s %s prometheus", python, checker, file))
+		fail_msg("check_metrics.py refused %s (prometheus)", file);
+
+	s = http_get(st.metrics_port, "/metrics", "application/openmetrics-text; version=1.0.0; charset=utf-8",
+		     &text, ctype, sizeof(ctype));
+	assert_int_equal(s, 200);
+	assert_non_null(strstr(ctype, "application/openmetrics-text"));
+	/* ids only as exemplars: every occurrence right after `# {effect_id="` */
+	for (i = 0; i < n_ids; i++) {
+		snprintf(needle, sizeof(needle), "\"%s\"", ids[i]);
+		for (p = strstr(text, needle); p; p = strstr(p + 1, needle))
+			if (p - text < 13 || strncmp(p - 13, "# {effect_id=", 13))
+				fail_msg("effect id %s outside an exemplar", ids[i]);
+	}
+	snprintf(needle, sizeof(needle), "# {effect_id=\"%s-", token);
+	assert_non_null(strstr(text, needle));
+	snprintf(file, sizeof(file), "%s/metrics.om", st.dir);
+	write_file(file, text);
+	free(text);
+	if (run_sh("%s %s %s openmetrics", python, checker, file))
+		fail_msg("check_metrics.py refused %s (openmetrics)", file);
+}
+
+/* Every rule loaded and healthy; every recording rule has series; no alert fires. */
+static void check_rules(void)
+{
+	json_t *data = NULL, *g, *r, *res;
+	unsigned int records = 0, alerts = 0, t;
+	size_t i, j;
+	bool pending;
+
+	/* a rule not yet evaluated is "unknown": wait for a full round */
+	for (t = 0, pending = true; pending && t < 10000; t += 200) {
+		json_decref(data);
+		data = prom_api("/api/v1/rules");
+		pending = false;
+		json_array_foreach(json_object_get(data, "groups"), i, g)
+			json_array_foreach(json_object_get(g, "rules"), j, r)
+				pending |= !strcmp(json_string_value(json_object_get(r, "health")) ?: "", "unknown");
+		if (pending)
+			usleep(200000);
+	}
+	json_array_foreach(json_object_get(data, "groups"), i, g) {
+		json_array_foreach(json_object_get(g, "rules"), j, r) {
+			const char *name = json_string_value(json_object_get(r, "name")) ?: "?";
+			const char *type = json_string_value(json_object_get(r, "type")) ?: "?";
+			const char *health = json_string_value(json_object_get(r, "health")) ?: "?";
+
+			if (strcmp(health, "ok"))
+				fail_msg("rule %s: health %s: %s", name, health,
+					 json_string_value(json_object_get(r, "lastError")) ?: "");
+			if (!strcmp(type, "recording")) {
+				records++;
+				res = query("%s{tenant=\"%s\"}", name, token);
+				if (!json_array_size(res))
+					fail_msg("recording rule %s produces no series for tenant %s", name, token);
+				json_decref(res);
+			} else {
+				alerts++;
+				if (!strcmp(json_string_value(json_object_get(r, "state")) ?: "", "firing"))
+					fail_msg("alert %s fires", name);
+			}
+		}
+	}
+	json_decref(data);
+	integ_note("rules: %u recording rules with series, %u alerts healthy and quiet", records, alerts);
+	assert_true(records >= 4);
+	assert_true(alerts >= 4);
+}
+
+/* Replace every `from` in s (in place, size bytes) by `to`. */
+static void replace_all(char *s, size_t size, const char *from, const char *to)
+{
+	size_t fl = strlen(from), tl = strlen(to);
+	char *p;
+
+	for (p = strstr(s, from); p; p = strstr(p + tl, from)) {
+		assert_true(strlen(s) - fl + tl < size);
+		memmove(p + tl, p + fl, strlen(p + fl) + 1);
+		memcpy(p, to, tl);
+	}
+}
+
+/* A dashboard expression with its template variables set: our tenant, every node and tool. */
+static void expand(char *dst, size_t size, const char *expr)
+{
+	snprintf(dst, size, "%s", expr);
+	replace_all(dst, size, "$__rate_interval", "1m");
+	replace_all(dst, size, "$instance", ".*");
+	replace_all(dst, size, "$tool", ".*");
+	replace_all(dst, size, "$tenant", token);
+}
+
+static unsigned int walk_panels(json_t *panels, unsigned int *heatmaps)
+{
+	char expr[4096];
+	unsigned int n = 0;
+	json_t *p, *t, *res;
+	size_t i, j;
+
+	json_array_foreach(panels, i, p) {
+		n += walk_panels(json_object_get(p, "panels"), heatmaps);
+		json_array_foreach(json_object_get(p, "targets"), j, t) {
+			const char *title = json_string_value(json_object_get(p, "title")) ?: "?";
+			const char *e = json_string_value(json_object_get(t, "expr"));
+
+			if (!e)
+				fail_msg("panel %s: a target without expr", title);
+			expand(expr, sizeof(expr), e);
+			res = query("%s", expr);
+			if (!json_array_size(res))
+				fail_msg("panel %s: no data for %s", title, expr);
+			json_decref(res);
+			if (!strcmp(json_string_value(json_object_get(p, "type")) ?: "", "heatmap")) {
+				assert_string_equal(json_string_value(json_object_get(t, "format")) ?: "", "heatmap");
+				assert_non_null(strstr(e, "_bucket{"));
+				(*heatmaps)++;
+			}
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Every expression of the dashboard (panels, template variables) evaluates, with data. */
+static void check_dashboard(void)
+{
+	char sel[2048], label[64], expr[4096], *comma;
+	unsigned int n, heatmaps = 0, vars = 0;
+	json_error_t jerr;
+	json_t *d, *v, *res;
+	size_t i;
+
+	d = json_load_file(st.dashboard, JSON_REJECT_DUPLICATES, &jerr);
+	if (!d)
+		fail_msg("%s: %s (line %d)", st.dashboard, jerr.text, jerr.line);
+	n = walk_panels(json_object_get(d, "panels"), &heatmaps);
+	json_array_foreach(jget(d, "templating.list"), i, v) {
+		const char *q = json_string_value(jget(v, "query.query"));
+
+		if (!q || strncmp(q, "label_values(", 13))
+			continue;
+		/* label_values(SELECTOR, LABEL): the values are those of count by (LABEL) (SELECTOR) */
+		snprintf(sel, sizeof(sel), "%s", q + 13);
+		comma = strrchr(sel, ',');
+		if (!comma || sel[strlen(sel) - 1] != ')')
+			fail_msg("variable query %s", q);
+		sel[strlen(sel) - 1] = '\0';
+		*comma = '\0';
+		snprintf(label, sizeof(label), "%s", comma + 1 + strspn(comma + 1, " "));
+		expand(expr, sizeof(expr), sel);
+		res = query("count by (%s) (%s)", label, expr);
+		if (!json_array_size(res))
+			fail_msg("variable %s: no values for %s", json_string_value(json_object_get(v, "name")), q);
+		json_decref(res);
+		vars++;
+	}
+	json_decref(d);
+	integ_note("dashboard: %u panel expressions (%u heatmaps) and %u variable queries with data", n, heatmaps,
+		   vars);
+	assert_true(heatmaps >= 4);
+	assert_true(vars >= 3);
+}
+
+/* Prometheus keeps exemplars of the peak buckets: effect ids, and nothing else. */
+static void check_exemplars(const char *const ids[], size_t n_ids, double t_start)
+{
+	char expr[256], enc[1024], path[1200];
+	json_t *data, *s, *x;
+	size_t i, j, k, found = 0;
+
+	snprintf(expr, sizeof(expr), "burstmeter_effect_peak_cpu_cores_bucket{tenant=\"%s\"}", token);
+	urlenc(enc, sizeof(enc), expr);
+	snprintf(path, sizeof(path), "/api/v1/query_exemplars?query=%s&start=%.3f&end=%.3f", enc, t_start - 60,
+		 t_start + 3600);
+	data = prom_api(path);
+	json_array_foreach(data, i, s) {
+		json_array_foreach(json_object_get(s, "exemplars"), j, x) {
+			json_t *labels = json_object_get(x, "labels");
+			const char *id = json_string_value(json_object_get(labels, "effect_id"));
+
+			if (json_object_size(labels) != 1 || !id)
+				fail_msg("an exemplar with other labels than effect_id");
+			for (k = 0; k < n_ids; k++)
+				found += !strcmp(id, ids[k]);
+		}
+	}
+	json_decref(data);
+	integ_note("exemplars: %zu carry the ids of our effects", found);
+	assert_true(found >= 1);
+}
+
+/* ------------------------------------------------------------------ tests */
+
+/*
+ * Bursty effects through the agent, scraped every second: what Prometheus
+ * computes from the histograms is the burst, not the average.
+ */
+static void test_prometheus_scrapes_bursts(void **state)
+{
+	char ids[4][64], sel[256];
+	const char *const idp[4] = { ids[0], ids[1], ids[2], ids[3] };
+	const char *spike_count[3] = { "3", "10", "20" };
+	long long windows = 0;
+	double window_s = 0, cpu_s = 0, q99, q99_rule, mean, count, sum, n0, t_start;
+	uint64_t t0 = now_ns();
+	json_t *e;
+	int i, status;
+
+	free_ports(&st.metrics_port, &st.prom_port);
+	/* Prometheus first: its target discovery takes ~5 s, while the agent loads the meter */
+	prom_start();
+	agent_start();
+	integ_note("agent up %.1f s after the start", (double)(now_ns() - t0) / 1e9);
+	/* a first scrape, before anything ended: the node-wide series only */
+	wait_value(1, 15000, "up{job=\"burstmeter\"}");
+	integ_note("first scrape %.1f s after the start", (double)(now_ns() - t0) / 1e9);
+	t_start = (double)time(NULL);
+
+	/*
+	 * Three bursty effects (40 ms at one core every 200 ms: a fifth of a
+	 * core on average), ending 0.6, 2 and 4 s in, so the histograms grow
+	 * over several scrapes; and a fork bomb under pids_limit 16, killed.
+	 */
+	snprintf(ids[3], sizeof(ids[3]), "%s-fork", token);
+	launch(ids[3], json_pack("{s:i}", "pids_limit", 16), "bm-forkbomb", "5", NULL);
+	for (i = 0; i < 3; i++) {
+		snprintf(ids[i], sizeof(ids[i]), "%s-spike%d", token, i);
+		launch(ids[i], NULL, "bm-spike", "40", "200", spike_count[i], NULL);
+	}
+	integ_note("launched %.1f s after the start", (double)(now_ns() - t0) / 1e9);
+	for (i = 0; i < 3; i++) {
+		e = wait_final(ids[i], 20000);
+		integ_note("%s ended at %.1f s after %.2f s", ids[i], (double)(now_ns() - t0) / 1e9,
+			   jnum(e, "outcome.wall_seconds"));
+		if (strcmp(jstr(e, "state"), "succeeded"))
+			fail_msg("%s ended %s (%s)", ids[i], jstr(e, "state"), jstr(e, "outcome.termination.reason"));
+		windows += jint(e, "outcome.totals.windows");
+		window_s = jnum(e, "outcome.window_ms") / 1e3;
+		cpu_s += jnum(e, "outcome.totals.cpu_seconds");
+		json_decref(e);
+	}
+	e = wait_final(ids[3], 20000);
+	integ_note("%s ended at %.1f s after %.2f s", ids[3], (double)(now_ns() - t0) / 1e9,
+		   jnum(e, "outcome.wall_seconds"));
+	assert_string_equal(jstr(e, "outcome.termination.reason"), "pids_ceiling");
+	assert_true(json_array_size(jget(e, "outcome.actions")) >= 1);
+	json_decref(e);
+	integ_note("effects ended %.1f s after the start: %lld spike windows, %.3f CPU s",
+		   (double)(now_ns() - t0) / 1e9, windows, cpu_s);
+
+	/* Prometheus has all four, then two more scrapes */
+	snprintf(sel, sizeof(sel), "tenant=\"%s\"", token);
+	wait_value(4, 15000, "sum(burstmeter_effects_total{%s})", sel);
+	n0 = value("count_over_time(up{job=\"burstmeter\"}[1h])");
+	wait_value(n0 + 2, 10000, "count_over_time(up{job=\"burstmeter\"}[1h])");
+
+	/* the counters: three completed spikes, one fork bomb killed at its ceiling, by the ladder */
+	assert_between(value("sum(burstmeter_effects_total{%s,tool=\"bm-spike\",reason=\"completed\"})", sel), 3, 3);
+	assert_between(value("sum(burstmeter_effects_total{%s,tool=\"bm-forkbomb\",reason=\"pids_ceiling\"})", sel),
+		       1, 1);
+	assert_true(value("sum(burstmeter_actions_total{%s,tool=\"bm-forkbomb\"})", sel) >= 1);
+	assert_true(value("sum(burstmeter_actions_total{%s,step=\"kill\",reason=\"pids_ceiling\"})", sel) >= 1);
+	assert_between(value("sum(burstmeter_effects_running)"), 0, 0);
+	assert_between(value("sum(burstmeter_effects_queued)"), 0, 0);
+	assert_between(value("sum(burstmeter_meter_lost_records_total)"), 0, 0);
+
+	/*
+	 * The burst: every window of the spikes is in the histogram (to the
+	 * outcomes' count), a fifth of them at a full core. The 0.99 quantile is
+	 * at least half a core; the mean (_sum / _count) is about a fifth.
+	 */
+	count = value("sum(burstmeter_window_cpu_cores_count{%s,tool=\"bm-spike\"})", sel);
+	sum = value("sum(burstmeter_window_cpu_cores_sum{%s,tool=\"bm-spike\"})", sel);
+	assert_between(count, (double)windows, (double)windows);
+	mean = sum / count;
+	q99 = value("histogram_quantile(0.99, sum by (le) (burstmeter_window_cpu_cores_bucket{%s,tool=\"bm-spike\"}))",
+		    sel);
+	integ_note("per-window CPU of the spikes: p99 %.3f cores, mean %.3f cores (%.0f windows, %.3f CPU s)", q99,
+		   mean, count, cpu_s);
+	assert_true(q99 >= 0.5);
+	assert_between(mean, 0.05, 0.4);
+	assert_true(q99 >= 2 * mean);
+	/* _sum is the CPU time over the window length: the outcomes' CPU seconds / window */
+	assert_between(sum * window_s, cpu_s * 0.9 - 0.01, cpu_s * 1.1 + 0.01);
+	/* over the last minute, from the counters' increase (the later spikes) */
+	assert_true(value("histogram_quantile(0.99, sum by (le) (increase(burstmeter_window_cpu_cores_bucket{%s,"
+			  "tool=\"bm-spike\"}[1m])))", sel) >= 0.5);
+
+	/* the recording rules: the tenant's p99 over 5m shows the burst too */
+	q99_rule = wait_value(0.5, 10000, "tenant:burstmeter_window_cpu_cores:p99_5m{%s}", sel);
+	integ_note("tenant:burstmeter_window_cpu_cores:p99_5m = %.3f cores", q99_rule);
+	check_rules();
+	check_exemplars(idp, 4, t_start);
+	check_dashboard();
+	check_direct_scrape(idp, 4);
+	integ_note("Prometheus's scrape of /metrics: %.1f ms, %.0f samples",
+		   value("scrape_duration_seconds{job=\"burstmeter\"}") * 1e3,
+		   value("scrape_samples_scraped{job=\"burstmeter\"}"));
+
+	/* the end: both stop cleanly, the agent removes its pins, nothing is left */
+	stop_child(&st.prom, SIGTERM, 10000);
+	status = stop_child(&st.agent, SIGTERM, 10000);
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		dump_file("agent", st.log);
+		fail_msg("the agent did not stop cleanly (status %#x)", status);
+	}
+	if (access(st.pins, F_OK) == 0)
+		fail_msg("the agent left its pins in %s", st.pins);
+	assert_clean(*state);
+	integ_note("end to end in %.1f s", (double)(now_ns() - t0) / 1e9);
+}
+
+/* Every panel expression (rows' panels too) into f as a recording rule; returns n + how many. */
+static size_t write_expr_rules(FILE *f, json_t *panels, size_t n)
+{
+	char expr[4096], *q;
+	json_t *p, *t, *js;
+	size_t i, j;
+
+	json_array_foreach(panels, i, p) {
+		n = write_expr_rules(f, json_object_get(p, "panels"), n);
+		json_array_foreach(json_object_get(p, "targets"), j, t) {
+			expand(expr, sizeof(expr), json_string_value(json_object_get(t, "expr")) ?: "");
+			/* a JSON string is a YAML double-quoted scalar */
+			js = json_string(expr);
+			q = json_dumps(js, JSON_ENCODE_ANY);
+			assert_non_null(q);
+			json_decref(js);
+			fprintf(f, "      - record: dashboard:expr_%zu\n        expr: %s\n", n++, q);
+			free(q);
+		}
+	}
+	return n;
+}
+
+/*
+ * The rules and the dashboard by promtool alone: `check rules`, every
+ * dashboard expression as a recording rule, and unit tests of the alerts
+ * (which fire on what, after how long) on synthetic series.
+ */
+static void test_prometheus_rules_and_dashboard_promtool(void **state)
+{
+	static const char *const series[][2] = {
+		/* tenant "burst": 100 windows a minute, all between 4 and 8 cores */
+		{ "burstmeter_window_cpu_cores_bucket{tenant=\"burst\",tool=\"x\",le=\"4\"}", "0+0x40" },
+		{ "burstmeter_window_cpu_cores_bucket{tenant=\"burst\",tool=\"x\",le=\"8\"}", "0+100x40" },
+		{ "burstmeter_window_cpu_cores_bucket{tenant=\"burst\",tool=\"x\",le=\"+Inf\"}", "0+100x40" },
+		/* tenant "calm": 100 windows a minute, all below a quarter core */
+		{ "burstmeter_window_cpu_cores_bucket{tenant=\"calm\",tool=\"x\",le=\"0.25\"}", "0+100x40" },
+		{ "burstmeter_window_cpu_cores_bucket{tenant=\"calm\",tool=\"x\",le=\"+Inf\"}", "0+100x40" },
+		/* "burst" killed at a ceiling twice a minute, "calm" once in 40 minutes */
+		{ "burstmeter_effects_total{tenant=\"burst\",tool=\"x\",reason=\"memory_ceiling\"}", "0+2x40" },
+		{ "burstmeter_effects_total{tenant=\"calm\",tool=\"x\",reason=\"pids_ceiling\"}", "0 0 0 1+0x38" },
+		{ "burstmeter_effects_total{tenant=\"calm\",tool=\"x\",reason=\"completed\"}", "0+50x40" },
+		/* five records lost at 3 min; the agent down from 20 min */
+		{ "burstmeter_meter_lost_records_total{job=\"burstmeter\",instance=\"n1\"}", "0 0 0 5+0x38" },
+		{ "up{job=\"burstmeter\",instance=\"n1\"}", "1+0x19 0+0x21" },
+	};
+	static const char *const checks =
+		/* the p99 rule of "burst" is in (4, 8]; of "calm" below 0.25 */
+		"      - expr: tenant:burstmeter_window_cpu_cores:p99_5m > bool 4\n"
+		"        eval_time: 10m\n"
+		"        exp_samples:\n"
+		"          - labels: '{tenant=\"burst\"}'\n            value: 1\n"
+		"          - labels: '{tenant=\"calm\"}'\n            value: 0\n"
+		"      - expr: round(tenant:burstmeter_ceiling_kills:rate5m{tenant=\"burst\"} * 60)\n"
+		"        eval_time: 10m\n"
+		"        exp_samples:\n"
+		"          - labels: '{tenant=\"burst\",reason=\"memory_ceiling\"}'\n            value: 2\n"
+		/* CPU bursts: pending before 10 min, firing after, only for "burst" */
+		"      - expr: ALERTS{alertname=\"BurstmeterTenantCPUBursts\"}\n"
+		"        eval_time: 6m\n"
+		"        exp_samples:\n"
+		"          - labels: '{__name__=\"ALERTS\",alertname=\"BurstmeterTenantCPUBursts\","
+		"alertstate=\"pending\",severity=\"warning\",tenant=\"burst\"}'\n            value: 1\n"
+		"      - expr: ALERTS{alertname=\"BurstmeterTenantCPUBursts\"}\n"
+		"        eval_time: 15m\n"
+		"        exp_samples:\n"
+		"          - labels: '{__name__=\"ALERTS\",alertname=\"BurstmeterTenantCPUBursts\","
+		"alertstate=\"firing\",severity=\"warning\",tenant=\"burst\"}'\n            value: 1\n"
+		/* ceiling kills: "burst" (30 in 15 min), not "calm" (one) */
+		"      - expr: ALERTS{alertname=\"BurstmeterCeilingKills\",alertstate=\"firing\"}\n"
+		"        eval_time: 16m\n"
+		"        exp_samples:\n"
+		"          - labels: '{__name__=\"ALERTS\",alertname=\"BurstmeterCeilingKills\","
+		"alertstate=\"firing\",severity=\"warning\",tenant=\"burst\"}'\n            value: 1\n"
+		/* lost records: firing at 5 min, over 10 min after the loss */
+		"      - expr: ALERTS{alertname=\"BurstmeterLostRecords\",alertstate=\"firing\"}\n"
+		"        eval_time: 5m\n"
+		"        exp_samples:\n"
+		"          - labels: '{__name__=\"ALERTS\",alertname=\"BurstmeterLostRecords\","
+		"alertstate=\"firing\",severity=\"warning\",instance=\"n1\",job=\"burstmeter\"}'\n"
+		"            value: 1\n"
+		"      - expr: ALERTS{alertname=\"BurstmeterLostRecords\",alertstate=\"firing\"}\n"
+		"        eval_time: 15m\n"
+		"        exp_samples: []\n"
+		/* the agent down: quiet while up, firing 2 min after it went down */
+		"      - expr: ALERTS{alertname=\"BurstmeterAgentDown\"}\n"
+		"        eval_time: 19m\n"
+		"        exp_samples: []\n"
+		"      - expr: ALERTS{alertname=\"BurstmeterAgentDown\",alertstate=\"firing\"}\n"
+		"        eval_time: 23m\n"
+		"        exp_samples:\n"
+		"          - labels: '{__name__=\"ALERTS\",alertname=\"BurstmeterAgentDown\","
+		"alertstate=\"firing\",severity=\"critical\",instance=\"n1\",job=\"burstmeter\"}'\n"
+		"            value: 1\n";
+	char file[PATH_MAX + 32];
+	json_error_t jerr;
+	json_t *d, *v;
+	FILE *f;
+	size_t i;
+
+	(void)state;
+	if (run_sh("%s check rules %s", promtool, st.rules))
+		fail_msg("promtool check rules refused %s", st.rules);
+
+	/* the dashboard: schema, variables, and every expression through promtool as a rule */
+	d = json_load_file(st.dashboard, JSON_REJECT_DUPLICATES, &jerr);
+	if (!d)
+		fail_msg("%s: %s (line %d)", st.dashboard, jerr.text, jerr.line);
+	assert_true(json_integer_value(json_object_get(d, "schemaVersion")) >= 36);
+	{
+		bool ds = false, tenant = false, tool = false;
+
+		json_array_foreach(jget(d, "templating.list"), i, v) {
+			const char *name = json_string_value(json_object_get(v, "name")) ?: "";
+			const char *type = json_string_value(json_object_get(v, "type")) ?: "";
+			const char *q = json_string_value(jget(v, "query.query")) ?: "";
+
+			ds |= !strcmp(name, "datasource") && !strcmp(type, "datasource");
+			tenant |= !strcmp(name, "tenant") && !strncmp(q, "label_values(", 13);
+			tool |= !strcmp(name, "tool") && !strncmp(q, "label_values(", 13);
+		}
+		assert_true(ds && tenant && tool);
+	}
+	snprintf(file, sizeof(file), "%s/dashboard-exprs.yaml", st.dir);
+	f = fopen(file, "we");
+	assert_non_null(f);
+	fprintf(f, "groups:\n  - name: dashboard\n    rules:\n");
+	assert_true(write_expr_rules(f, json_object_get(d, "panels"), 0) >= 10);
+	assert_int_equal(fclose(f), 0);
+	json_decref(d);
+	if (run_sh("%s check rules %s", promtool, file))
+		fail_msg("promtool refused a dashboard expression (%s)", file);
+
+	/* the alerts, on synthetic series */
+	snprintf(file, sizeof(file), "%s/rules-test.yaml", st.dir);
+	f = fopen(file, "we");
+	assert_non_null(f);
+	fprintf(f, "rule_files:\n  - %s\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n",
+		st.rules);
+	for (i = 0; i < sizeof(series) / sizeof(series[0]); i++)
+		fprintf(f, "      - series: '%s'\n        values: '%s'\n", series[i][0], series[i][1]);
+	fprintf(f, "    promql_expr_test:\n%s", checks);
+	assert_int_equal(fclose(f), 0);
+	if (run_sh("%s test rules %s", promtool, file)) {
+		dump_file("rules-test", file);
+		fail_msg("promtool test rules failed on %s", st.rules);
+	}
+}
+
+int main(void)
+{
+	struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_prometheus_rules_and_dashboard_promtool, setup_stack,
+						teardown_stack),
+		cmocka_unit_test_setup_teardown(test_prometheus_scrapes_bursts, setup_stack, teardown_stack),
+	};
+	const char *ci = getenv("CI");
+	char rules[PATH_MAX];
+	size_t n;
+	int rc = runner_init("test_prometheus");
+
+	if (rc)
+		return rc;
+	prometheus = getenv("BM_PROMETHEUS") && *getenv("BM_PROMETHEUS") ? getenv("BM_PROMETHEUS")
+									    : "/usr/bin/prometheus";
+	promtool = getenv("BM_PROMTOOL") && *getenv("BM_PROMTOOL") ? getenv("BM_PROMTOOL") : "/usr/bin/promtool";
+	python = getenv("BM_PYTHON") && *getenv("BM_PYTHON") ? getenv("BM_PYTHON") : "python3";
+	snprintf(checker, sizeof(checker), "%s",
+		 getenv("BM_CHECK_METRICS") && *getenv("BM_CHECK_METRICS") ? getenv("BM_CHECK_METRICS")
+									   : "tests/unit/check_metrics.py");
+	snprintf(rules, sizeof(rules), "%s/rules.yaml", dashboards_dir());
+	if (access(prometheus, X_OK) || access(promtool, X_OK) || access(rules, R_OK)) {
+		/* the VM guest carries the binaries and workloads, not Prometheus nor the tree */
+		if (getenv("BM_VM")) {
+			printf("# test_prometheus: left out in the VM: no %s or no %s here\n", prometheus, rules);
+			return 0;
+		}
+		if (ci && !strcmp(ci, "true")) {
+			fprintf(stderr, "test_prometheus: %s, %s or %s is missing, and CI=true (tools/deps.sh test)\n",
+				prometheus, promtool, rules);
+			return 1;
+		}
+		printf("# test_prometheus: skipped: %s, %s or %s is missing (tools/deps.sh test installs "
+		       "prometheus)\n", prometheus, promtool, rules);
+		return 77;
+	}
+	n = integ_filter(tests, sizeof(tests) / sizeof(tests[0]));
+	return _cmocka_run_group_tests("prometheus", tests, n, NULL, NULL);
+}
