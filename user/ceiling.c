@@ -9,6 +9,7 @@
 
 #include "ceiling.h"
 #include "common.h"
+#include "parse.h"
 
 #define CFS_PERIOD_US 100000ULL
 
@@ -269,6 +270,21 @@ void bm_ceilings_events(const struct bm_ceilings *c, uint64_t *oom_kills, uint64
 		if (fd >= 0)
 			close(fd);
 	}
+}
+
+int bm_ceilings_mem_peak(const struct bm_ceilings *c, uint64_t *bytes)
+{
+	char buf[64];
+	int n = -ENOENT;
+
+	/* v2: memory.peak (5.19+) of the effect cgroup; hybrid: the v1 twin's high-water mark */
+	if (c->v2_mem)
+		n = bm_read_file(c->v2_dirfd, "memory.peak", buf, sizeof(buf));
+	else if (c->v1_mem_dirfd >= 0)
+		n = bm_read_file(c->v1_mem_dirfd, "memory.max_usage_in_bytes", buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	return bm_parse_u64(strtok(buf, "\n") ? buf : "", 0, UINT64_MAX, bytes);
 }
 
 void bm_ceilings_release(struct bm_ceilings *c)

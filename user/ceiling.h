@@ -52,6 +52,9 @@ int bm_ceilings_mem_high(struct bm_ceilings *c, double bytes);
 /* Did a controller refuse the effect: OOM kills, forks refused? Counts from *.events. */
 void bm_ceilings_events(const struct bm_ceilings *c, uint64_t *oom_kills, uint64_t *forks_refused);
 
+/* The memory controller's peak of the effect (v2 memory.peak, v1 max_usage_in_bytes): 0 or -errno. */
+int bm_ceilings_mem_peak(const struct bm_ceilings *c, uint64_t *bytes);
+
 /* Remove the v1 cgroups (empty by then) and close fds. */
 void bm_ceilings_release(struct bm_ceilings *c);
 

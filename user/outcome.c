@@ -229,7 +229,7 @@ static json_t *actions_json(const struct bm_outcome *o)
 
 static json_t *meter_json(const struct bm_outcome *o)
 {
-	return json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:o, s:o, s:o, s:f}",
+	return json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:o, s:o, s:o, s:f, s:o}",
 			 "lost_records", (json_int_t)o->stats[BM_STAT_RB_DROPS],
 			 "mm_map_full", (json_int_t)o->stats[BM_STAT_MM_FULL],
 			 "task_storage_full", (json_int_t)o->stats[BM_STAT_TASK_FULL],
@@ -239,7 +239,8 @@ static json_t *meter_json(const struct bm_outcome *o)
 			 "psi_cpu_some_us", o->psi_cpu_us >= 0 ? json_integer(o->psi_cpu_us) : json_null(),
 			 "psi_memory_some_us", o->psi_mem_us >= 0 ? json_integer(o->psi_mem_us) : json_null(),
 			 "psi_io_some_us", o->psi_io_us >= 0 ? json_integer(o->psi_io_us) : json_null(),
-			 "cgroup_cpu_seconds", (double)o->cgroup_cpu_us / 1e6);
+			 "cgroup_cpu_seconds", (double)o->cgroup_cpu_us / 1e6,
+			 "cgroup_memory_peak_bytes", o->cgroup_mem_peak > 0 ? json_integer(o->cgroup_mem_peak) : json_null());
 }
 
 json_t *bm_outcome_json(const struct bm_outcome *o)

@@ -70,6 +70,7 @@ struct bm_outcome {
 	uint64_t leftover_killed;	/* tasks still running when the command ended */
 	int64_t psi_cpu_us, psi_mem_us, psi_io_us;	/* "some" totals; -1 unknown */
 	uint64_t cgroup_cpu_us;		/* cpu.stat usage_usec, the kernel's own count */
+	int64_t cgroup_mem_peak;	/* the memory controller's peak (charge), -1 if none held it */
 };
 
 const char *bm_reason_name(enum bm_reason r);

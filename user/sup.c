@@ -432,6 +432,10 @@ static void read_cgroup_stats(struct bm_sup *s)
 		s->out.psi_io_us = (int64_t)v;
 	if (!bm_cgroup__read_key(s->cg, "cpu.stat", "usage_usec", &v))
 		s->out.cgroup_cpu_us = v;
+	/* the memory controller's own peak, where one charged the effect: a cross-check of ours */
+	s->out.cgroup_mem_peak = -1;
+	if (bm_ceilings_mem_peak(&s->ceil, &v) == 0)
+		s->out.cgroup_mem_peak = (int64_t)v;
 }
 
 /* How it ended: the ladder or the kernel at a ceiling, the deadline, or the command itself. */

@@ -244,6 +244,27 @@ static void test_ladder_cancel_obeyed(void **state)
 	assert_clean(f);
 }
 
+/*
+ * Under a memory ceiling a controller charges the effect too: its own peak
+ * (v2 memory.peak, v1 max_usage_in_bytes) and the meter's RSS peak of a
+ * 200 MiB anonymous touch agree within 10 %.
+ */
+static void test_ladder_memory_peak_cross_check(void **state)
+{
+	struct fx *f = *state;
+	double ours, theirs;
+	struct res *r;
+
+	r = run_bm(f, R_STD, "--memory", "512M", "--", wl("bm-memtouch"), "200", "50", NULL);
+	check_completed(f, r);
+	ours = jnum(r->o, "peak.memory_bytes");
+	theirs = jnum(r->o, "meter.cgroup_memory_peak_bytes");
+	integ_note("peak: meter %.1f MiB, memory controller %.1f MiB", ours / MIB, theirs / MIB);
+	assert_between(ours, 200 * MIB, 220 * MIB);
+	assert_between(ours / theirs, 0.9, 1.1);
+	assert_clean(f);
+}
+
 /* A well-behaved effect under every ceiling and the example policy is never acted on. */
 static void test_ladder_well_behaved_untouched(void **state)
 {
@@ -293,6 +314,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ladder_freeze_escalates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ladder_cancel_obeyed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ladder_well_behaved_untouched, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ladder_memory_peak_cross_check, setup, teardown),
 	};
 	size_t n;
 	int rc = runner_init("test_ladder");
