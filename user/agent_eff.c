@@ -283,11 +283,15 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 {
 	struct bm_effect_row row = { 0 };
 	const char *tool = req->mode == BM_REQ_ATTACH ? "attach" : bm_policy_tool(req->argv[0]);
+	char own[BM_NAME_MAX + 1];
 	struct backoff *b;
 	struct ag_effect *e;
 	json_t *canon;
 	int err;
 
+	/* tenant may point into *req, which is taken over (and zeroed) below */
+	snprintf(own, sizeof(own), "%s", tenant);
+	tenant = own;
 	*out = ag_find(a, tenant, req->id);
 	if (*out)
 		return 200;

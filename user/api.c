@@ -126,7 +126,8 @@ static enum MHD_Result create(struct bm_agent *a, struct MHD_Connection *c, stru
 			      const struct caller *who)
 {
 	struct bm_request req = { 0 };
-	const char *tenant = who->tenant, *why = "";
+	char tenant[BM_NAME_MAX + 1];
+	const char *why = "";
 	unsigned int retry = 0;
 	struct ag_effect *e;
 	json_t *errs = NULL, *j;
@@ -140,13 +141,14 @@ static enum MHD_Result create(struct bm_agent *a, struct MHD_Connection *c, stru
 		return reply(c, MHD_HTTP_BAD_REQUEST, json_pack("{s:s, s:o}", "error", "invalid request", "fields", errs), 0);
 	}
 	/* the tenant is the caller's; only root may act for another */
+	snprintf(tenant, sizeof(tenant), "%s", who->tenant);
 	if (req.tenant[0] && strcmp(req.tenant, who->tenant)) {
 		if (who->uid) {
 			bm_request_free(&req);
 			return reply(c, MHD_HTTP_FORBIDDEN, json_pack("{s:s, s:[{s:s, s:s}]}", "error", "forbidden", "fields",
 				     "field", "tenant", "error", "not the caller's tenant"), 0);
 		}
-		tenant = req.tenant;
+		snprintf(tenant, sizeof(tenant), "%s", req.tenant);
 	}
 	st = ag_submit(a, &req, tenant, who->uid, who->gid, who->pid, &e, &retry, &why);
 	if (st >= 400) {

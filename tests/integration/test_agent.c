@@ -544,6 +544,7 @@ static void test_agent_corrupt_store(void **state)
 static void test_agent_run_client(void **state)
 {
 	struct fx *f = *state;
+	char named[96];
 	struct res *r;
 	json_t *e;
 
@@ -564,6 +565,14 @@ static void test_agent_run_client(void **state)
 	r = run_bm(f, R_STD, "--socket", ag.sock, "--timeout", "0.5", "--", wl("bm-sleeper"), "10000", NULL);
 	assert_int_equal(r->status, 124);
 	assert_string_equal(jstr(r->o, "termination.reason"), "deadline");
+	/* root runs on behalf of a tenant it names: that tenant, in the outcome and in the store */
+	snprintf(named, sizeof(named), "%s-named", token);
+	r = run_bm(f, R_STD & ~R_TENANT, "--tenant", named, "--socket", ag.sock, "--", "true", NULL);
+	assert_int_equal(r->status, 0);
+	assert_string_equal(jstr(r->o, "tenant"), named);
+	e = wait_final_as(named, f->id, 5000);
+	assert_string_equal(jstr(e, "state"), "succeeded");
+	json_decref(e);
 	finish(state);
 }
 
