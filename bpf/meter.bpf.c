@@ -96,7 +96,8 @@ static __always_inline struct bm_meter *meter_of(struct task_struct *t)
 	return bpf_map_lookup_elem(&bm_cghash, &id);
 }
 
-static __always_inline void emit(struct task_struct *t, __u32 type, const struct bm_cross *c)
+static __always_inline void emit_ev(struct task_struct *t, __u32 type, __u32 dim, __u64 win,
+				    __u64 value, __u64 thresh)
 {
 	struct bm_event *e;
 
@@ -107,12 +108,23 @@ static __always_inline void emit(struct task_struct *t, __u32 type, const struct
 	}
 	e->cgid = cgroup_of(t)->kn->id;
 	e->time_ns = bpf_ktime_get_ns();
-	e->win = c->win;
-	e->value = c->value;
-	e->thresh = c->thresh;
+	e->win = win;
+	e->value = value;
+	e->thresh = thresh;
 	e->type = type;
-	e->dim = c->dim;
+	e->dim = dim;
 	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void emit(struct task_struct *t, __u32 type, const struct bm_cross *c)
+{
+	emit_ev(t, type, c->dim, c->win, c->value, c->thresh);
+}
+
+/* Every flow event (a charge, a send) is current's, so the crossing is current's cgroup's. */
+static __always_inline void bm_flow_crossed(__u32 d, __u64 x, __u64 v, __u64 thresh)
+{
+	emit_ev(bpf_get_current_task_btf(), BM_EV_CROSS, d, x, v, thresh);
 }
 
 /*
@@ -123,7 +135,6 @@ static __always_inline void emit(struct task_struct *t, __u32 type, const struct
  */
 static __always_inline void charge(struct task_struct *t)
 {
-	struct bm_cross cpu_c = {}, rq_c = {};
 	struct bm_task_state *ts;
 	__u64 sum, rd, cpu, wait, slice, now, start, lost = 0, lost2 = 0;
 	struct bm_meter *m;
@@ -172,7 +183,7 @@ static __always_inline void charge(struct task_struct *t)
 		start = now - cpu;
 		if (start < ts->until_ns)
 			start = ts->until_ns < now ? ts->until_ns : now;
-		lost = bm_add_interval(m, BM_DIM_CPU, start, now, lane, &cpu_c);
+		lost = bm_add_interval(m, BM_DIM_CPU, start, now, lane);
 		if (lost + cpu - (now - start))
 			__sync_fetch_and_add(&m->late[BM_DIM_CPU], lost + cpu - (now - start));
 	}
@@ -181,16 +192,12 @@ static __always_inline void charge(struct task_struct *t)
 		/* the wait ended where the current slice began: usually in now's window */
 		slice = sum - t->se.prev_sum_exec_runtime;
 		slice = slice < now ? now - slice : 0;
-		lost2 = bm_flow_add(m, BM_DIM_RUNQ, bm_window_of(m, slice), wait, lane, &rq_c);
+		lost2 = bm_flow_add(m, BM_DIM_RUNQ, bm_window_of(m, slice), wait, lane);
 		if (lost2)
 			__sync_fetch_and_add(&m->late[BM_DIM_RUNQ], lost2);
 	}
 	if (lost || lost2)
 		stat_inc(BM_STAT_LATE);
-	if (cpu_c.found)
-		emit(t, BM_EV_CROSS, &cpu_c);
-	if (rq_c.found)
-		emit(t, BM_EV_CROSS, &rq_c);
 }
 
 SEC("tp_btf/sched_switch")
@@ -448,7 +455,6 @@ int BPF_PROG(bm_mreclaim_end)
 static __always_inline void net_charge(struct sock *sk, int bytes)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
-	struct bm_cross c = {};
 	struct bm_meter *m;
 	__u64 lost, x;
 	__u16 family;
@@ -462,13 +468,11 @@ static __always_inline void net_charge(struct sock *sk, int bytes)
 	if (!m)
 		return;
 	x = bm_window_of(m, bpf_ktime_get_ns());
-	lost = bm_flow_add(m, BM_DIM_NET, x, bytes, bm_lane(), &c);
+	lost = bm_flow_add(m, BM_DIM_NET, x, bytes, bm_lane());
 	if (lost) {
 		__sync_fetch_and_add(&m->late[BM_DIM_NET], lost);
 		stat_inc(BM_STAT_LATE);
 	}
-	if (c.found)
-		emit(cur, BM_EV_CROSS, &c);
 }
 
 /* 6.3+: every sendmsg of every family passes this tracepoint with its result. */

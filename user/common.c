@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,16 +70,26 @@ void bm_log(enum bm_log_level level, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * libbpf warns about what we probe on purpose (a missing tracepoint, a map
+ * type this kernel lacks); a real load failure is reported by the caller,
+ * and -v shows libbpf's own account of it. A verifier log runs to many
+ * kilobytes: it is printed whole, a "burstmeter: " line per line of it, so
+ * that -v shows why a kernel refused a program.
+ */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	if (level == LIBBPF_DEBUG && log_level < BM_LOG_DEBUG)
+	char *msg = NULL, *line, *save = NULL;
+	size_t i;
+
+	if (log_level < BM_LOG_DEBUG || vasprintf(&msg, fmt, ap) < 0)
 		return 0;
-	/*
-	 * libbpf warns about what we probe on purpose (a missing tracepoint, a
-	 * map type this kernel lacks); a real load failure is reported by the
-	 * caller, and -v shows libbpf's own account of it.
-	 */
-	vlog(BM_LOG_DEBUG, fmt, ap);
+	for (i = 0; msg[i]; i++)
+		if (((unsigned char)msg[i] < 0x20 && msg[i] != '\n') || msg[i] == 0x7f)
+			msg[i] = '?';
+	for (line = strtok_r(msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		fprintf(stderr, "burstmeter: %s\n", line);
+	free(msg);
 	return 0;
 }
 

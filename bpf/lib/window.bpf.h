@@ -16,7 +16,7 @@
 
 #include "lib/bucket.bpf.h"
 
-/* A crossing found under the lock, emitted after it is dropped. */
+/* A level's crossing, found under the lock and emitted after it is dropped. */
 struct bm_cross {
 	__u64 win;
 	__u64 value;
@@ -45,6 +45,15 @@ static __always_inline void bm_crossed(struct bm_meter *m, int d, __u64 x, __u64
 	c->dim = d;
 	c->found = 1;
 }
+
+/*
+ * A flow's crossing: window x of d reached v, at or over thresh.
+ * The program that includes this file defines it; bm_flow_add() calls it
+ * without the lock, once per window and dimension, from the task whose
+ * event it is (current), so that a charge spanning several windows reports
+ * every one of them.
+ */
+static void bm_flow_crossed(__u32 d, __u64 x, __u64 v, __u64 thresh);
 
 /* Value of flow slot s in dimension d: the sum of its lanes. */
 static __always_inline __u64 bm_slot_sum(const struct bm_meter *m, __u32 s, int d)
@@ -91,8 +100,7 @@ static __always_inline int bm_slot_open(struct bm_meter *m, __u32 s, __u64 x)
  * reports the crossing (the fetch-or on crossed[] lets exactly one win).
  * Returns v if window x has left the ring (the caller counts it late), or 0.
  */
-static __always_inline __u64 bm_flow_add(struct bm_meter *m, int d, __u64 x, __u64 v, __u32 lane,
-					 struct bm_cross *c)
+static __always_inline __u64 bm_flow_add(struct bm_meter *m, __u32 d, __u64 x, __u64 v, __u32 lane)
 {
 	__u32 s;
 	__u64 t, sum;
@@ -114,7 +122,7 @@ static __always_inline __u64 bm_flow_add(struct bm_meter *m, int d, __u64 x, __u
 		return 0;
 	sum = bm_slot_sum(m, s, d);
 	if (sum >= t && !(__sync_fetch_and_or(&m->crossed[s], 1U << d) & (1U << d)))
-		bm_crossed(m, d, x, sum, c);
+		bm_flow_crossed(d, x, sum, t);
 	return 0;
 }
 
@@ -136,10 +144,8 @@ static __always_inline __u64 bm_window_of(const struct bm_meter *m, __u64 t)
 
 struct bm_split {
 	struct bm_meter *m;
-	struct bm_cross *c;
 	__u64 start, end, ws, we, lost;
-	__u32 lane;
-	int d;
+	__u32 lane, d;
 };
 
 /* bpf_loop() body: window ws + i of a split interval. */
@@ -147,13 +153,15 @@ static long bm_split_one(__u64 i, void *ctx)
 {
 	struct bm_split *sp = ctx;
 	__u64 W = sp->m->window_ns, x = sp->ws + i, lo, hi;
+	__u32 d = sp->d, lane = sp->lane;
 
-	if (x > sp->we)
+	/* read back from the caller's stack, they are unknown to 6.1's verifier: bound them */
+	if (x > sp->we || d >= BM_FLOWS || lane >= BM_LANES)
 		return 1;
 	lo = x == sp->ws ? sp->start : x * W;
 	hi = x == sp->we ? sp->end : (x + 1) * W;
 	if (hi > lo)
-		sp->lost += bm_flow_add(sp->m, sp->d, x, hi - lo, sp->lane, sp->c);
+		sp->lost += bm_flow_add(sp->m, d, x, hi - lo, lane);
 	return 0;
 }
 
@@ -165,10 +173,10 @@ static long bm_split_one(__u64 i, void *ctx)
  * than once per iteration. Returns what found no window (older than
  * BM_SPLIT windows, or than the ring).
  */
-static __always_inline __u64 bm_add_interval(struct bm_meter *m, int d, __u64 start, __u64 end,
-					     __u32 lane, struct bm_cross *c)
+static __always_inline __u64 bm_add_interval(struct bm_meter *m, __u32 d, __u64 start, __u64 end,
+					     __u32 lane)
 {
-	struct bm_split sp = { .m = m, .c = c, .d = d, .start = start, .end = end, .lane = lane };
+	struct bm_split sp = { .m = m, .d = d, .start = start, .end = end, .lane = lane };
 	__u64 W = m->window_ns, edge;
 
 	if (end <= start)
@@ -176,10 +184,10 @@ static __always_inline __u64 bm_add_interval(struct bm_meter *m, int d, __u64 st
 	sp.ws = bm_window_of(m, start);
 	edge = (sp.ws + 1) * W;
 	if (end <= edge)
-		return bm_flow_add(m, d, sp.ws, end - start, lane, c);
+		return bm_flow_add(m, d, sp.ws, end - start, lane);
 	if (end - edge <= W)
-		return bm_flow_add(m, d, sp.ws, edge - start, lane, c) +
-		       bm_flow_add(m, d, sp.ws + 1, end - edge, lane, c);
+		return bm_flow_add(m, d, sp.ws, edge - start, lane) +
+		       bm_flow_add(m, d, sp.ws + 1, end - edge, lane);
 	sp.we = end / W;
 	if (sp.we - sp.ws >= BM_SPLIT) {
 		sp.ws = sp.we - BM_SPLIT + 1;
