@@ -114,7 +114,6 @@ static inline size_t integ_filter(struct CMUnitTest *tests, size_t n)
 	return kept;
 }
 
-/* Path of workload name: $BM_WORKLOADS (default build/workloads) + name, into buf. */
 /*
  * The CPU a process spends starting (exec, dynamic linking) and exiting:
  * a few ms natively; under qemu's emulation (BM_VM=1) several times that,
@@ -123,6 +122,15 @@ static inline size_t integ_filter(struct CMUnitTest *tests, size_t n)
 static inline double integ_startup_cpu_s(void)
 {
 	return getenv("BM_VM") ? 0.3 : 0.02;
+}
+
+/*
+ * How late a step of the ladder may come after its timer: a window or so
+ * natively; under emulation the host takes the vCPU away for longer.
+ */
+static inline double integ_timer_slack_ms(void)
+{
+	return getenv("BM_VM") ? 300 : 100;
 }
 
 /* A policy file shipped in tools/policies ($BM_POLICIES where the tests run elsewhere). */
@@ -134,6 +142,7 @@ static inline const char *integ_policy(char *buf, size_t len, const char *name)
 	return buf;
 }
 
+/* Path of workload name: $BM_WORKLOADS (default build/workloads) + name, into buf. */
 static inline const char *integ_workload(char *buf, size_t len, const char *name)
 {
 	const char *dir = getenv("BM_WORKLOADS");

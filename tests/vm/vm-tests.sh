@@ -24,7 +24,7 @@ vm_filter() {
 		;;
 	test_views)
 		# top in tmux: the VM has no tmux (the plain --once/--json views still run)
-		echo 'test_views_top_tmux'
+		echo 'test_top_tmux*'
 		;;
 	esac
 }
