@@ -20,7 +20,7 @@ Q = @
 msg = @printf '  %-5s %s\n' "$(1)" "$(2)";
 endif
 
-PKGS := libbpf jansson libcyaml yaml-0.1 sqlite3 libmicrohttpd
+PKGS := libbpf jansson libcyaml yaml-0.1 sqlite3 libmicrohttpd ncursesw
 CFLAGS ?= -O2 -g
 BM_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE \
 	-Iinclude -Iuser -I$(O)/gen $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)

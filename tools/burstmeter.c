@@ -6,7 +6,9 @@
 
 #include "cli.h"
 #include "common.h"
+#include "hist_cmd.h"
 #include "run.h"
+#include "top.h"
 
 #ifndef BM_VERSION
 #define BM_VERSION "0.1.0"
@@ -36,6 +38,8 @@ static const struct cmd cmds[] = {
 	{ "effects", bm_cmd_effects, "list this tenant's effects (through the agent)" },
 	{ "show", bm_cmd_show, "an effect's state and outcome; --svg draws its timeline" },
 	{ "cancel", bm_cmd_cancel, "cancel an effect (through the agent)" },
+	{ "top", bm_cmd_top, "live view of the running effects: last window and peak of each" },
+	{ "hist", bm_cmd_hist, "an effect's per-window histograms, like runqlat" },
 	{ "help", cmd_help, "this help" },
 };
 
@@ -75,7 +79,7 @@ int main(int argc, char **argv)
 
 	if (argc < 2) {
 		cmd_help(0, NULL);
-		return 2;
+		return BM_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
 		printf("burstmeter %s (abi %d)\n", BM_VERSION, BM_ABI_VERSION);
@@ -86,7 +90,7 @@ int main(int argc, char **argv)
 	c = find_cmd(argv[1]);
 	if (!c) {
 		bm_err("unknown or ambiguous command '%s' (see 'burstmeter help')", argv[1]);
-		return 2;
+		return BM_EXIT_USAGE;
 	}
 	/* run's bad usage is 125 (timeout(1)'s convention); the others use 2 */
 	return c->fn(argc - 1, argv + 1);

@@ -4,7 +4,7 @@
 # Usage: tools/deps.sh [build|test|bench]...   (default: build test)
 set -eu
 
-build="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libjansson-dev libcyaml-dev libyaml-dev libsqlite3-dev libmicrohttpd-dev"
+build="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libjansson-dev libcyaml-dev libyaml-dev libsqlite3-dev libmicrohttpd-dev libncurses-dev"
 test="libcmocka-dev libclang-rt-14-dev qemu-system-x86 busybox-static cpio iproute2 libxml2-utils librsvg2-bin python3-prometheus-client tmux prometheus"
 bench="libbpf-tools bubblewrap stress-ng linux-perf util-linux"
 

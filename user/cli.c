@@ -19,7 +19,7 @@
 static int usage_error(const char *cmd, const char *what)
 {
 	bm_err("%s (see 'burstmeter %s --help')", what, cmd);
-	return 2;
+	return BM_EXIT_USAGE;
 }
 
 static const char agent_usage[] =
@@ -82,7 +82,7 @@ int bm_cmd_agent(int argc, char **argv)
 		return usage_error("agent", "unexpected argument");
 	if (config && (ret = bm_agent_cfg_load(&cfg, config, err, sizeof(err)))) {
 		bm_err("invalid --config: %s", ret == -EINVAL ? err : strerror(-ret));
-		return 2;
+		return BM_EXIT_USAGE;
 	}
 	/* flags over the file over the defaults */
 	if (over.socket[0])

@@ -10,6 +10,8 @@
 #define BM_NSEC_PER_SEC 1000000000ULL
 #define BM_NSEC_PER_MSEC 1000000ULL
 #define BM_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+/* Bad input, for every command as for run (DESIGN.md): one line naming it, this status. */
+#define BM_EXIT_USAGE 125
 
 enum bm_log_level { BM_LOG_ERROR, BM_LOG_WARN, BM_LOG_INFO, BM_LOG_DEBUG };
 

@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +24,8 @@
 /* Shorter than one 10 ms window shows nothing; longer than a day is a typo. */
 #define INTERVAL_MIN_NS (10 * BM_NSEC_PER_MSEC)
 #define INTERVAL_MAX_NS (86400 * BM_NSEC_PER_SEC)
+/* How often a sampling hist reads the meter: an effect that ends keeps its last reading. */
+#define SAMPLE_STEP_NS (100 * BM_NSEC_PER_MSEC)
 
 struct hist_opts {
 	const char *cgroup, *effect, *pin_dir;
@@ -33,15 +34,9 @@ struct hist_opts {
 	uint64_t count;			/* 0: until Ctrl-C */
 };
 
-static volatile sig_atomic_t stop_sig;
-
-static void on_stop(int sig)
-{
-	stop_sig = sig;
-}
-
 static const char hist_usage[] =
-"Usage: burstmeter hist (--cgroup PATH | --effect ID) [--dim DIM] [--pin-dir DIR] [INTERVAL [COUNT]]\n"
+"Usage: burstmeter hist (--cgroup PATH | --effect ID) [--dim DIM] [--pin-dir DIR]\n"
+"                       [INTERVAL [COUNT]]\n"
 "An effect's per-window histograms, like runqlat: with no INTERVAL, every window of its\n"
 "life so far; else, every INTERVAL seconds, the windows that closed during it, COUNT times\n"
 "(default: until Ctrl-C). Reads the agent's pinned meter; an effect it does not meter (or\n"
@@ -64,16 +59,19 @@ static int hist_positional(int argc, char **argv, struct hist_opts *o)
 {
 	if (optind < argc &&
 	    bm_parse_duration_ns(argv[optind], INTERVAL_MIN_NS, INTERVAL_MAX_NS, &o->interval_ns))
-		return bm_view_bad_value("hist", "INTERVAL", argv[optind], "seconds, 0.01 to 86400");
+		return bm_view_bad_value("hist", "INTERVAL", argv[optind],
+					 "seconds, 0.01 to 86400");
 	if (optind + 1 < argc && bm_parse_u64(argv[optind + 1], 1, UINT32_MAX, &o->count))
-		return bm_view_bad_value("hist", "COUNT", argv[optind + 1], "a whole number from 1");
+		return bm_view_bad_value("hist", "COUNT", argv[optind + 1],
+					 "a whole number from 1");
 	if (optind + 2 < argc) {
 		bm_err("unexpected argument '%s' (see 'burstmeter hist --help')", argv[optind + 2]);
-		return 2;
+		return BM_EXIT_USAGE;
 	}
 	if (!o->cgroup == !o->effect) {
-		bm_err("expected one of --cgroup PATH or --effect ID (see 'burstmeter hist --help')");
-		return 2;
+		bm_err("expected one of --cgroup PATH or --effect ID "
+		       "(see 'burstmeter hist --help')");
+		return BM_EXIT_USAGE;
 	}
 	return -1;
 }
@@ -82,9 +80,12 @@ static int hist_positional(int argc, char **argv, struct hist_opts *o)
 static int hist_args(int argc, char **argv, struct hist_opts *o)
 {
 	static const struct option opts[] = {
-		{ "cgroup", required_argument, NULL, 'c' }, { "effect", required_argument, NULL, 'e' },
-		{ "dim", required_argument, NULL, 'd' }, { "pin-dir", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "cgroup", required_argument, NULL, 'c' },
+		{ "effect", required_argument, NULL, 'e' },
+		{ "dim", required_argument, NULL, 'd' },
+		{ "pin-dir", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
@@ -96,13 +97,15 @@ static int hist_args(int argc, char **argv, struct hist_opts *o)
 		if (c == ':' || c == '?')
 			return bm_view_getopt_error("hist", c, argv);
 		if (c == 'e' && !bm_valid_name(optarg))
-			return bm_view_bad_value("hist", "--effect", optarg, "an effect id, [A-Za-z0-9._-]{1,64}");
+			return bm_view_bad_value("hist", "--effect", optarg,
+						 "an effect id, [A-Za-z0-9._-]{1,64}");
 		if (c == 'p' && optarg[0] != '/')
 			return bm_view_bad_value("hist", "--pin-dir", optarg, "an absolute path");
 		if (c == 'd')
 			o->dim = strcmp(optarg, "all") ? bm_view_dim(optarg) : DIM_ALL;
 		if (c == 'd' && o->dim < DIM_ALL)
-			return bm_view_bad_value("hist", "--dim", optarg, "cpu, mem, pids, net, runq or all");
+			return bm_view_bad_value("hist", "--dim", optarg,
+						 "cpu, mem, pids, net, runq or all");
 		o->cgroup = c == 'c' ? optarg : o->cgroup;
 		o->effect = c == 'e' ? optarg : o->effect;
 		o->pin_dir = c == 'p' ? optarg : o->pin_dir;
@@ -112,37 +115,45 @@ static int hist_args(int argc, char **argv, struct hist_opts *o)
 
 struct find {
 	const char *id;
-	char path[PATH_MAX];
+	char *path;		/* the first match, into the caller's buffer */
+	size_t len;
 	char names[1024];	/* every match, for the error that lists them */
 	int n;
 };
 
-/* burstmeter.<tenant>.<id>: the id follows a dot, and a tenant of one character or more precedes it */
+/* burstmeter.<tenant>.<id>: the id ends the name, after a dot that ends the tenant (maybe empty) */
 static int on_dir(const char *path, const char *name, void *ctx)
 {
 	struct find *f = ctx;
 	size_t nl = strlen(name), il = strlen(f->id), used = strlen(f->names);
 
-	if (nl <= strlen(BM_VIEW_PREFIX) + il + 1 || strcmp(name + nl - il, f->id) || name[nl - il - 1] != '.')
+	if (nl <= strlen(BM_VIEW_PREFIX) + il || strcmp(name + nl - il, f->id) ||
+	    name[nl - il - 1] != '.')
 		return 0;
 	if (!f->n++)
-		snprintf(f->path, sizeof(f->path), "%s", path);
+		snprintf(f->path, f->len, "%s", path);
 	snprintf(f->names + used, sizeof(f->names) - used, "%s%s", used ? ", " : "", path);
 	return 0;
 }
 
-/* The directory --cgroup or --effect names, into path. Returns -1 to go on, else the exit status. */
+/* The directory --cgroup or --effect names, into path. Returns -1 to go on, else exit status. */
 static int resolve(const struct hist_opts *o, const char *root, char *path, size_t len)
 {
-	struct find f = { .id = o->effect };
+	struct find f = { .id = o->effect, .path = path, .len = len };
 	struct stat st;
+	bool rel;
+	size_t n;
 	int err;
 
 	if (o->cgroup) {
-		snprintf(path, len, o->cgroup[0] == '/' ? "%s%s" : "%s/%s", o->cgroup[0] == '/' ? "" : root,
-			 o->cgroup);
-		if (stat(path, &st) || !S_ISDIR(st.st_mode))
-			return bm_view_bad_value("hist", "--cgroup", o->cgroup, "a cgroup v2 directory");
+		/* cgroup.events: a v2 cgroup (v1 directories lack it) */
+		rel = o->cgroup[0] != '/';
+		n = (size_t)snprintf(path, len, "%s%s%s/cgroup.events", rel ? root : "",
+				     rel ? "/" : "", o->cgroup);
+		if (n >= len || stat(path, &st))
+			return bm_view_bad_value("hist", "--cgroup", o->cgroup,
+						 "a cgroup v2 directory");
+		path[n - strlen("/cgroup.events")] = '\0';
 		return -1;
 	}
 	err = bm_view_scan(root, on_dir, &f);
@@ -151,11 +162,11 @@ static int resolve(const struct hist_opts *o, const char *root, char *path, size
 		return 1;
 	}
 	if (f.n != 1) {
-		bm_err(f.n ? "--effect '%s' is ambiguous: %s" : "--effect '%s': no effect cgroup with that id under %s",
+		bm_err(f.n ? "--effect '%s' is ambiguous: %s"
+			   : "--effect '%s': no effect cgroup with that id under %s",
 		       o->effect, f.n ? f.names : root);
-		return 2;
+		return BM_EXIT_USAGE;
 	}
-	snprintf(path, len, "%s", f.path);
 	return -1;
 }
 
@@ -169,7 +180,8 @@ static int summarize(struct bm_loader *l, const struct bm_cgroup *cg, struct bm_
 }
 
 /* Each histogram asked for: of s, or of the windows s closed since prev. */
-static void print_hists(const struct hist_opts *o, const struct bm_summary *s, const struct bm_summary *prev)
+static void print_hists(const struct hist_opts *o, const struct bm_summary *s,
+			const struct bm_summary *prev)
 {
 	uint64_t h[BM_HIST_BUCKETS];
 	int d, b;
@@ -200,15 +212,27 @@ static bool gone(const struct bm_cgroup *cg)
 	return bm_read_file(cg->dirfd, "cgroup.events", buf, sizeof(buf)) < 0;
 }
 
-static int life(const struct hist_opts *o, struct bm_loader *l, const struct bm_cgroup *cg, bool priv)
+static int life(const struct hist_opts *o, struct bm_loader *l, const struct bm_cgroup *cg,
+		bool priv)
 {
-	struct bm_summary s;
+	uint64_t until = bm_now_ns() + (priv ? BM_VIEW_SAMPLE_NS : 0);
+	struct bm_summary s, next;
 	int err;
 
-	/* a meter registered just now has seen nothing: meter a while first (Ctrl-C shows it sooner) */
-	if (priv)
-		bm_view_sleep(BM_VIEW_SAMPLE_NS);
+	/*
+	 * A meter registered just now has seen nothing: meter a while (Ctrl-C
+	 * shows it sooner), reading as it goes, so that an effect that ends
+	 * meanwhile still shows what it did.
+	 */
 	err = summarize(l, cg, &s);
+	while (!err && !bm_view_stopped() && bm_now_ns() < until) {
+		bm_view_sleep(SAMPLE_STEP_NS);
+		if (gone(cg) || summarize(l, cg, &next)) {
+			bm_info("%s has ended", cg->path);
+			break;
+		}
+		s = next;
+	}
 	if (!err)
 		print_hists(o, &s, NULL);
 	return err;
@@ -219,6 +243,7 @@ static int intervals(const struct hist_opts *o, struct bm_loader *l, const struc
 	struct bm_summary prev, cur;
 	struct timespec next;
 	char clock[16];
+	struct tm tm;
 	time_t now;
 	uint64_t i;
 	int err;
@@ -235,68 +260,80 @@ static int intervals(const struct hist_opts *o, struct bm_loader *l, const struc
 			next.tv_sec++;
 			next.tv_nsec -= (long)BM_NSEC_PER_SEC;
 		}
-		/* absolute deadlines: printing does not make the intervals drift; a signal ends the wait */
-		while (!stop_sig && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+		/* absolute deadlines: printing makes no drift; a signal ends the wait */
+		while (!bm_view_stopped() &&
+		       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
 			;
 		if (gone(cg) || summarize(l, cg, &cur)) {
 			bm_info("%s has ended", cg->path);
 			return 0;
 		}
 		now = time(NULL);
-		strftime(clock, sizeof(clock), "%H:%M:%S", localtime(&now));
+		strftime(clock, sizeof(clock), "%H:%M:%S", localtime_r(&now, &tm));
 		printf("\n%s\n", clock);
 		print_hists(o, &cur, &prev);
 		prev = cur;
 		/* like runqlat: Ctrl-C prints the interval it cut short, then ends */
-		if (stop_sig)
+		if (bm_view_stopped())
 			break;
 	}
 	return 0;
 }
 
-int bm_cmd_hist(int argc, char **argv)
+/* Meter the cgroup at path (the agent's meter, else one of ours) and print. Returns exit status. */
+static int hist_run(const struct hist_opts *o, const char *path)
 {
-	struct hist_opts o = { .dim = BM_DIM_CPU };
-	struct sigaction sa = { .sa_handler = on_stop };
-	char root[PATH_MAX], path[PATH_MAX];
 	struct bm_view_meter vm = { 0 };
-	struct bm_cgroup *cg = NULL;
+	struct bm_cgroup *cg;
 	struct bm_loader *l;
-	int ret, err;
+	int err, how;
 
-	ret = hist_args(argc, argv, &o);
-	if (ret >= 0)
-		return ret;
-	bm_log_libbpf();
-	err = bm_view_root(root, sizeof(root));
-	if (err) {
-		bm_err("failed to find cgroup v2: %s", strerror(-err));
-		return 1;
-	}
-	ret = resolve(&o, root, path, sizeof(path));
-	if (ret >= 0)
-		return ret;
 	cg = bm_cgroup__open(path);
 	if (!cg) {
 		bm_err("failed to open %s: %s", path, strerror(errno));
 		return 1;
 	}
-	err = bm_view_meter_open(&vm, o.pin_dir);
-	if (err)
+	err = bm_view_meter_open(&vm, o->pin_dir);
+	if (err) {
 		bm_err("failed to adopt the meter pinned in %s: %s", vm.pin_dir, strerror(-err));
-	ret = err ? err : bm_view_meter_attach(&vm, cg, &l);
-	if (ret < 0 && !err)
-		bm_err("failed to meter %s: %s", path, strerror(-ret));
-	if (ret == 1)
-		bm_info("%s %s: counts start now", vm.pinned ? "the agent's meter does not hold" :
-			"no meter pinned in", vm.pinned ? path : vm.pin_dir);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	if (ret >= 0)
-		err = o.interval_ns ? intervals(&o, l, cg) : life(&o, l, cg, ret == 1);
-	if (ret >= 0 && err)
+		goto out;
+	}
+	how = bm_view_meter_attach(&vm, cg, &l);
+	if (how < 0) {
+		err = how;
+		bm_err("failed to meter %s: %s", path, strerror(-err));
+		goto out;
+	}
+	if (how == 1 && vm.pinned)
+		bm_info("the agent's meter (%s) does not hold %s: counts start now", vm.pin_dir,
+			path);
+	else if (how == 1)
+		bm_info("no meter pinned in %s: counts start now", vm.pin_dir);
+	bm_view_catch_stop();
+	err = o->interval_ns ? intervals(o, l, cg) : life(o, l, cg, how == 1);
+	if (err)
 		bm_err("failed to read the meter of %s: %s", path, strerror(-err));
+out:
 	bm_view_meter_close(&vm);
 	bm_cgroup__free(cg);
-	return ret < 0 || err ? 1 : 0;
+	return err ? 1 : 0;
+}
+
+int bm_cmd_hist(int argc, char **argv)
+{
+	struct hist_opts o = { .dim = BM_DIM_CPU };
+	char root[PATH_MAX], path[PATH_MAX];
+	int ret;
+
+	ret = hist_args(argc, argv, &o);
+	if (ret >= 0)
+		return ret;
+	bm_log_libbpf();
+	ret = bm_view_root(root, sizeof(root));
+	if (ret) {
+		bm_err("failed to find cgroup v2: %s", strerror(-ret));
+		return 1;
+	}
+	ret = resolve(&o, root, path, sizeof(path));
+	return ret >= 0 ? ret : hist_run(&o, path);
 }

@@ -9,11 +9,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent_cfg.h"
 #include "common.h"
@@ -25,18 +25,15 @@
 
 #define TABLE_ROW 3		/* screen lines above the first effect */
 
-/* ------------------------------------------------------------ the table */
-
 struct eff {
 	char path[PATH_MAX];
 	char tenant[NAME_MAX + 1];
 	const char *id;			/* in tenant[], after the first dot */
 	struct bm_cgroup *cg;
 	struct bm_loader *l;		/* NULL: could not be metered */
-	bool priv, seen, frozen, ok;	/* ok: the last read worked */
-	uint64_t window_ns;
-	double runtime_s;
-	double cur[BM_DIM__MAX], peak[BM_DIM__MAX];	/* display units */
+	bool priv, seen;
+	bool ok;			/* the last sample worked */
+	struct bm_view_sample s;
 };
 
 struct top {
@@ -47,7 +44,8 @@ struct top {
 	int sort;			/* enum bm_dim: by its peak, largest first */
 	bool once, json;
 	uint64_t interval_ms, started_wall_ns;
-	const char *pin_dir, *failed;	/* failed: what a refresh could not do, for the error line */
+	const char *pin_dir;
+	const char *failed;		/* what a refresh could not do, for the error line */
 };
 
 static void eff_free(struct top *t, struct eff *e)
@@ -97,6 +95,10 @@ static int eff_new(struct top *t, const char *path, const char *name)
 	return 0;
 }
 
+/*
+ * One effect directory found by the scan. A linear search: a node runs tens
+ * of effects at once, and a 10 Hz scan of those costs far less than a map.
+ */
 static int on_dir(const char *path, const char *name, void *ctx)
 {
 	struct top *t = ctx;
@@ -111,43 +113,28 @@ static int on_dir(const char *path, const char *name, void *ctx)
 	return eff_new(t, path, name);
 }
 
-/* Read e's meter: peaks from the finalized summary, current from the last settled window. */
-static void eff_read(struct eff *e, uint64_t now)
-{
-	struct bm_summary s;
-	struct bm_meter m;
-	char ev[256];
-	uint64_t x;
-	int d;
-
-	e->frozen = bm_read_file(e->cg->dirfd, "cgroup.events", ev, sizeof(ev)) > 0 &&
-		    strstr(ev, "frozen 1");
-	e->ok = e->l && !bm_loader__read(e->l, e->cg, &m) &&
-		!bm_window_finalize(&m, bm_view_end_win(&m, now), &s);
-	if (!e->ok)
-		return;
-	e->window_ns = m.window_ns;
-	x = bm_view_settled_win(now, m.window_ns);
-	e->runtime_s = now / m.window_ns > m.first_win ?
-		       (double)(now / m.window_ns - m.first_win) * m.window_ns / 1e9 : 0;
-	for (d = 0; d < BM_DIM__MAX; d++) {
-		e->cur[d] = x < m.first_win ? 0 :
-			    bm_window_display(d, (double)bm_view_window_value(&m, d, x), m.window_ns);
-		e->peak[d] = bm_window_display(d, (double)s.peak[d], m.window_ns);
-	}
-}
-
 static int cmp_peak(const void *a, const void *b, void *ctx)
 {
 	const struct eff *x = *(struct eff *const *)a, *y = *(struct eff *const *)b;
 	int d = *(int *)ctx;
 
-	if (x->peak[d] != y->peak[d])
-		return x->peak[d] < y->peak[d] ? 1 : -1;
+	if (x->s.peak[d] != y->s.peak[d])
+		return x->s.peak[d] < y->s.peak[d] ? 1 : -1;
 	return strcmp(x->path, y->path);
 }
 
-/* Rescan the tree: new effects opened (and metered), gone ones closed; then read them all. */
+static void top_sort(struct top *t)
+{
+	/* an empty table may have no array yet, and qsort wants one */
+	if (t->n)
+		qsort_r(t->e, t->n, sizeof(*t->e), cmp_peak, &t->sort);
+}
+
+/*
+ * Rescan the tree: new effects opened (and metered), gone ones closed; then
+ * read them all. The whole tree every refresh: an effect lives a second or
+ * two, and one that appears between two scans must show at the next.
+ */
 static int top_refresh(struct top *t)
 {
 	uint64_t now;
@@ -167,15 +154,13 @@ static int top_refresh(struct top *t)
 			eff_free(t, t->e[i]);
 			continue;
 		}
-		eff_read(t->e[i], now);
+		t->e[i]->ok = !bm_view_sample(t->e[i]->l, t->e[i]->cg, now, &t->e[i]->s);
 		t->e[kept++] = t->e[i];
 	}
 	t->n = kept;
-	qsort_r(t->e, t->n, sizeof(*t->e), cmp_peak, &t->sort);
+	top_sort(t);
 	return 0;
 }
-
-/* ---------------------------------------------------------- formatting */
 
 static const char *fmt_runtime(double s, char *buf, size_t len)
 {
@@ -193,23 +178,29 @@ static const char *fmt_runtime(double s, char *buf, size_t len)
 #define ROW_FMT "%-24s %-12s %7s %6s %6s %7s %7s %6s %6s %8s %8s %7s %7s  %s"
 
 /* Column order: what people look at first (CPU, memory) leftmost. */
-static const int cols[BM_DIM__MAX] = { BM_DIM_CPU, BM_DIM_MEM, BM_DIM_PIDS, BM_DIM_NET, BM_DIM_RUNQ };
+static const int cols[BM_DIM__MAX] = {
+	BM_DIM_CPU, BM_DIM_MEM, BM_DIM_PIDS, BM_DIM_NET, BM_DIM_RUNQ,
+};
 
 static void fmt_row(const struct eff *e, char *buf, size_t len)
 {
-	char v[BM_DIM__MAX][2][24], rt[16];
+	char v[BM_DIM__MAX][2][24], rt[16], st[16];
+	const char *state;
 	int i;
 
 	for (i = 0; i < BM_DIM__MAX; i++) {
-		bm_fmt_value(cols[i], e->cur[cols[i]], v[i][0], sizeof(v[i][0]));
-		bm_fmt_value(cols[i], e->peak[cols[i]], v[i][1], sizeof(v[i][1]));
+		bm_fmt_value(cols[i], e->s.cur[cols[i]], v[i][0], sizeof(v[i][0]));
+		bm_fmt_value(cols[i], e->s.peak[cols[i]], v[i][1], sizeof(v[i][1]));
 	}
 	/* '*': counted by top's own meter, from when top saw it (the header says so) */
-	snprintf(buf, len, ROW_FMT, e->id, e->tenant, e->ok ? fmt_runtime(e->runtime_s, rt, sizeof(rt)) : "-",
-		 v[0][0], v[0][1], v[1][0], v[1][1], v[2][0], v[2][1], v[3][0], v[3][1], v[4][0], v[4][1],
-		 !e->ok ? "unmetered" : e->frozen ? (e->priv ? "frozen*" : "frozen") : e->priv ? "running*" : "running");
+	state = !e->ok ? "unmetered" : e->s.frozen ? "frozen" : e->s.ended ? "ended" : "running";
+	snprintf(st, sizeof(st), "%s%s", state, e->ok && e->priv ? "*" : "");
+	snprintf(buf, len, ROW_FMT, e->id, e->tenant[0] ? e->tenant : "-",
+		 e->ok ? fmt_runtime(e->s.runtime_s, rt, sizeof(rt)) : "-", v[0][0], v[0][1],
+		 v[1][0], v[1][1], v[2][0], v[2][1], v[3][0], v[3][1], v[4][0], v[4][1], st);
 }
 
+/* The first line: time, count, sort, and whose counts these are (they may start late). */
 static void fmt_header(const struct top *t, char *buf, size_t len)
 {
 	char clock[16], since[16], meter[PATH_MAX + 128];
@@ -219,11 +210,13 @@ static void fmt_header(const struct top *t, char *buf, size_t len)
 	strftime(clock, sizeof(clock), "%H:%M:%S", localtime_r(&now, &tm));
 	strftime(since, sizeof(since), "%H:%M:%S", localtime_r(&start, &tm));
 	if (!t->vm.pinned)
-		snprintf(meter, sizeof(meter), "top's own meter (none pinned at %s): counts start when top "
-			 "started (%s)", t->vm.pin_dir, since);
+		snprintf(meter, sizeof(meter),
+			 "top's own meter (none pinned at %s): counts start when top started (%s)",
+			 t->vm.pin_dir, since);
 	else if (t->vm.priv)
-		snprintf(meter, sizeof(meter), "meter pinned at %s; * not the agent's: counts start when top "
-			 "started (%s)", t->vm.pin_dir, since);
+		snprintf(meter, sizeof(meter),
+			 "meter pinned at %s; * not the agent's: counted since top started (%s)",
+			 t->vm.pin_dir, since);
 	else
 		snprintf(meter, sizeof(meter), "meter pinned at %s", t->vm.pin_dir);
 	snprintf(buf, len, "burstmeter top %s | %zu effect%s | sort: %s peak | %s", clock, t->n,
@@ -232,11 +225,12 @@ static void fmt_header(const struct top *t, char *buf, size_t len)
 
 static void fmt_columns(char *buf, size_t len)
 {
-	snprintf(buf, len, ROW_FMT, "ID", "TENANT", "TIME", "CPU", "peak", "MEM", "peak", "TASKS", "peak",
-		 "NET", "peak", "RUNQ", "peak", "STATE");
+	snprintf(buf, len, ROW_FMT, "ID", "TENANT", "TIME", "CPU", "peak", "MEM", "peak", "TASKS",
+		 "peak", "NET", "peak", "RUNQ", "peak", "STATE");
 }
 
-#define VALUES_NOTE "each: last full window, then peak; CPU in cores, NET sent per s, RUNQ in ms waited"
+#define VALUES_NOTE \
+	"each: last full window, then peak; CPU in cores, NET sent per s, RUNQ in ms waited"
 
 static void print_table(const struct top *t)
 {
@@ -263,17 +257,24 @@ static json_t *dims_json(const double v[BM_DIM__MAX])
 	return o;
 }
 
+/*
+ * One effect, with the outcome's names for the dimensions. "meter" says who
+ * counted it: the agent ("agent"), top itself from when it saw it ("top"),
+ * or nobody (null: the values are missing, not zero).
+ */
 static json_t *eff_json(const struct eff *e)
 {
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s?, s:b, s:b}", "id", e->id, "tenant", e->tenant,
-			      "cgroup", e->path, "meter", e->ok ? (e->priv ? "top" : "agent") : NULL,
-			      "counts_since_top", e->priv, "frozen", e->frozen);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s?, s:b, s:b, s:b}", "id", e->id, "tenant",
+			      e->tenant, "cgroup", e->path, "meter",
+			      e->ok ? (e->priv ? "top" : "agent") : NULL,
+			      "counts_since_top", e->priv, "frozen", e->s.frozen, "ended",
+			      e->s.ended);
 
 	if (o && e->ok) {
-		json_object_set_new(o, "runtime_seconds", json_real(e->runtime_s));
-		json_object_set_new(o, "window_ms", json_real(e->window_ns / 1e6));
-		json_object_set_new(o, "current", dims_json(e->cur));
-		json_object_set_new(o, "peak", dims_json(e->peak));
+		json_object_set_new(o, "runtime_seconds", json_real(e->s.runtime_s));
+		json_object_set_new(o, "window_ms", json_real(e->s.window_ns / 1e6));
+		json_object_set_new(o, "current", dims_json(e->s.cur));
+		json_object_set_new(o, "peak", dims_json(e->s.peak));
 	}
 	return o;
 }
@@ -288,23 +289,30 @@ static int print_json(struct top *t)
 		json_array_append_new(arr, eff_json(t->e[i]));
 	root = json_pack("{s:{s:s, s:b, s:b}, s:o}", "meter", "pin_dir", t->vm.pin_dir, "pinned",
 			 t->vm.pinned != NULL, "private", t->vm.priv != NULL, "effects", arr);
-	err = !root || json_dumpf(root, stdout, JSON_COMPACT | JSON_REAL_PRECISION(9)) || putchar('\n') == EOF;
+	err = !root || json_dumpf(root, stdout, JSON_COMPACT | JSON_REAL_PRECISION(9)) ||
+	      putchar('\n') == EOF;
 	json_decref(root);
 	t->failed = err ? "write JSON" : t->failed;
 	return err ? -EIO : 0;
 }
 
-/* ------------------------------------------------------------- one shot */
-
 static int snapshot(struct top *t)
 {
-	uint64_t wait_ns = t->interval_ms * BM_NSEC_PER_MSEC;
-	int err = top_refresh(t);
+	uint64_t step = t->interval_ms * BM_NSEC_PER_MSEC, start = bm_now_ns(), since;
+	int err;
 
-	/* a private meter has seen nothing yet: meter a while before showing it */
-	if (!err && t->vm.priv) {
-		bm_view_sleep(wait_ns > BM_VIEW_SAMPLE_NS ? wait_ns : BM_VIEW_SAMPLE_NS);
+	/*
+	 * Top's own meter has seen nothing yet: it meters a while (from when it
+	 * loaded), rescanning at the interval so that an effect that starts
+	 * meanwhile is metered from then on.
+	 */
+	for (;;) {
 		err = top_refresh(t);
+		since = t->vm.priv ? t->vm.priv_since_ns : start;
+		if (err || (t->vm.pinned && !t->vm.priv) ||
+		    bm_now_ns() >= since + BM_VIEW_SAMPLE_NS)
+			break;
+		bm_view_sleep(step);
 	}
 	if (err || t->json)
 		return err ? err : print_json(t);
@@ -313,13 +321,6 @@ static int snapshot(struct top *t)
 }
 
 /* ------------------------------------------------------------------ live */
-
-static volatile sig_atomic_t stop_sig;
-
-static void on_stop(int sig)
-{
-	stop_sig = sig;
-}
 
 static void draw(struct top *t)
 {
@@ -362,7 +363,7 @@ static bool on_key(struct top *t, int ch)
 	for (d = 0; d < BM_DIM__MAX; d++) {
 		if (ch == bm_window_dim_short(d)[0]) {
 			t->sort = d;
-			qsort_r(t->e, t->n, sizeof(*t->e), cmp_peak, &t->sort);
+			top_sort(t);
 		}
 	}
 	return false;
@@ -371,25 +372,27 @@ static bool on_key(struct top *t, int ch)
 static int live(struct top *t)
 {
 	uint64_t period = t->interval_ms * BM_NSEC_PER_MSEC, next = 0, now;
-	SCREEN *scr = newterm(NULL, stdout, stdin);
+	/* newterm, not initscr: initscr exits the process on an unknown TERM */
+	SCREEN *scr = isatty(0) && isatty(1) ? newterm(NULL, stdout, stdin) : NULL;
 	int err = 0, ch;
 
 	if (!scr) {
-		t->failed = "drive this terminal (is TERM right? --once prints a table)";
+		t->failed = "start the screen (it needs a terminal and a known TERM; try --once)";
 		return -ENOTTY;
 	}
+	/* cbreak, not raw: Ctrl-C and Ctrl-Z stay signals (SIGINT is caught, SIGTSTP ncurses') */
 	cbreak();
 	noecho();
 	keypad(stdscr, TRUE);
 	curs_set(0);
-	while (!stop_sig) {
+	while (!bm_view_stopped()) {
 		now = bm_now_ns();
 		if (now >= next) {
 			err = top_refresh(t);
 			if (err)
 				break;
 			draw(t);
-			/* a fixed beat; after a stall (suspended, slow tree) start again from now */
+			/* a fixed beat; after a stall (suspended, slow tree) start over from now */
 			next = next && next + period > now ? next + period : now + period;
 		}
 		/* getch() returns early on a key, a resize or a signal (no SA_RESTART) */
@@ -405,14 +408,11 @@ static int live(struct top *t)
 	return err;
 }
 
-/* -------------------------------------------------------------- command */
-
 static const char top_usage[] =
 "Usage: burstmeter top [--pin-dir DIR] [--once] [--json] [--sort DIM] [--interval MS]\n"
-"The running effects (burstmeter.* cgroups), each with its last full window and its peak\n"
-"of CPU, memory, tasks, send rate and run-queue wait, how long it has run, and whether it\n"
-"is frozen. Reads the agent's pinned meter; effects it does not meter (or every effect,\n"
-"with no agent) are metered by top itself from when top saw them.\n"
+"The running effects (burstmeter.* cgroups): last full window and peak of CPU, memory,\n"
+"tasks, send rate and run-queue wait, how long each has run, whether it is frozen. Reads\n"
+"the agent's pinned meter; top meters the effects it does not (all, with no agent) itself.\n"
 "\n"
 "  --pin-dir DIR   the agent's pinned meter (default " BM_AGENT_PIN_DIR ")\n"
 "  --once          print one table and exit (with top's own meter: after 1 s of metering)\n"
@@ -445,9 +445,11 @@ static int top_args(int argc, char **argv, struct top *t)
 		if (c == 'p' && optarg[0] != '/')
 			return bm_view_bad_value("top", "--pin-dir", optarg, "an absolute path");
 		if (c == 's' && (t->sort = bm_view_dim(optarg)) < 0)
-			return bm_view_bad_value("top", "--sort", optarg, "cpu, mem, pids, net or runq");
+			return bm_view_bad_value("top", "--sort", optarg,
+						 "cpu, mem, pids, net or runq");
 		if (c == 'i' && bm_parse_u64(optarg, 10, 60000, &t->interval_ms))
-			return bm_view_bad_value("top", "--interval", optarg, "milliseconds, 10 to 60000");
+			return bm_view_bad_value("top", "--interval", optarg,
+						 "milliseconds, 10 to 60000");
 		if (c == ':' || c == '?')
 			return bm_view_getopt_error("top", c, argv);
 		t->pin_dir = c == 'p' ? optarg : t->pin_dir;
@@ -458,14 +460,13 @@ static int top_args(int argc, char **argv, struct top *t)
 	}
 	if (optind < argc) {
 		bm_err("unexpected argument '%s' (see 'burstmeter top --help')", argv[optind]);
-		return 2;
+		return BM_EXIT_USAGE;
 	}
 	return -1;
 }
 
 int bm_cmd_top(int argc, char **argv)
 {
-	struct sigaction sa = { .sa_handler = on_stop };
 	struct top t = { .sort = BM_DIM_CPU, .interval_ms = 100 };
 	int err;
 	size_t i;
@@ -486,12 +487,11 @@ int bm_cmd_top(int argc, char **argv)
 	}
 	t.started_wall_ns = bm_wall_ns();
 	/* the screen is put back on q, SIGINT, SIGTERM, a lost ssh session (SIGHUP), errors */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	bm_view_catch_stop();
 	err = t.once || t.json ? snapshot(&t) : live(&t);
 	if (err)
-		bm_err("failed to %s: %s", t.failed ? t.failed : "show the effects", strerror(-err));
+		bm_err("failed to %s: %s", t.failed ? t.failed : "show the effects",
+		       strerror(-err));
 	for (i = 0; i < t.n; i++)
 		eff_free(&t, t.e[i]);
 	free(t.e);

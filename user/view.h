@@ -30,7 +30,7 @@
 struct bm_view_meter {
 	struct bm_loader *pinned;	/* the agent's meter, adopted; NULL if none is pinned */
 	struct bm_loader *priv;		/* the view's own, loaded on first need */
-	uint64_t priv_since_ns;		/* when the private meter was loaded */
+	uint64_t priv_since_ns;		/* when it was loaded: no count of its is older */
 	char pin_dir[PATH_MAX];
 };
 
@@ -45,7 +45,8 @@ int bm_view_meter_open(struct bm_view_meter *vm, const char *pin_dir);
  * the private one (loaded now if need be), on which cg is registered from now.
  * Returns 0 (pinned), 1 (private: counts start when registered) or -errno.
  */
-int bm_view_meter_attach(struct bm_view_meter *vm, const struct bm_cgroup *cg, struct bm_loader **out);
+int bm_view_meter_attach(struct bm_view_meter *vm, const struct bm_cgroup *cg,
+			 struct bm_loader **out);
 /* Close both meters; what the agent pinned stays. */
 void bm_view_meter_close(struct bm_view_meter *vm);
 
@@ -73,14 +74,41 @@ uint64_t bm_view_settled_win(uint64_t now_ns, uint64_t window_ns);
 uint64_t bm_view_end_win(const struct bm_meter *m, uint64_t now_ns);
 /*
  * Window x's raw value of d, as the kernel left it: a flow from its ring slot
- * (0 if the slot holds another window: nothing ran, or x is too old), a level
- * from lvl_max in the level window and the level that held since otherwise.
+ * (bm_window_flow: 0 if the slot holds another window); a level from lvl_max
+ * in the level window, else the level now (it has held since the level
+ * window; before it, it is the nearest known).
  */
-uint64_t bm_view_window_value(const struct bm_meter *m, int d, uint64_t x);
+double bm_view_window_value(const struct bm_meter *m, int d, uint64_t x);
+
+/* What a view shows of one effect at one time. */
+struct bm_view_sample {
+	bool frozen;			/* cgroup.events says "frozen 1" */
+	bool ended;			/* "populated 0": no task left, cgroup not yet removed */
+	uint64_t window_ns;
+	double runtime_s;		/* first window to now; once ended, to its last event */
+	double cur[BM_DIM__MAX];	/* the last settled window, in display units */
+	double peak[BM_DIM__MAX];	/* its largest window so far, in display units */
+};
+
+/*
+ * Sample cg's meter in l at now_ns: peaks from the finalized summary, the
+ * current values from the last settled window, and the cgroup's state from
+ * cgroup.events (filled in even on error). Returns 0 or -errno (-ENOENT: l
+ * is NULL or does not meter cg).
+ */
+int bm_view_sample(struct bm_loader *l, const struct bm_cgroup *cg, uint64_t now_ns,
+		   struct bm_view_sample *s);
 /* A dimension by its short name (cpu, mem, pids, net, runq). Returns it or -EINVAL. */
 int bm_view_dim(const char *s);
-/* Sleep for ns; false if a signal cut it short (the caller's handler says which). */
+/* Sleep for ns; false if a signal cut it short. */
 bool bm_view_sleep(uint64_t ns);
+/*
+ * Catch SIGINT, SIGTERM and SIGHUP (a lost ssh session) into a flag rather
+ * than dying, so that a view puts the terminal back and prints what it has;
+ * blocking waits return early (no SA_RESTART). bm_view_stopped() reads it.
+ */
+void bm_view_catch_stop(void);
+bool bm_view_stopped(void);
 
 /*
  * The views' usage errors: one line naming the option, exit status 2.

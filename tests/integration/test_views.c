@@ -1,0 +1,696 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * `burstmeter top` and `burstmeter hist` end to end: the real binary beside
+ * a real effect (`burstmeter run` on bm-spike in the background), read
+ * without an agent (top and hist then meter the effect themselves, from
+ * when they first see it) and through an agent's pinned meter (its whole
+ * life), and top's live screen driven in a private tmux server. What is
+ * known of bm-spike SPIN PERIOD COUNT: one thread, so a window holds at
+ * most one core, and a SPIN of 30 ms fills whole 10 ms windows at one core.
+ */
+#include "runner.h"
+#include "client.h"
+
+/* A 30 ms spike covers two whole windows at least: one core, minus an interrupt's worth. */
+#define PEAK_LO 0.85
+#define PEAK_HI 1.01
+
+static char tmux_sock[64];		/* tmux -S: a server of our own, never the user's */
+static char tmux_sess[64];		/* the session's name: bmtest-<pid> */
+static bool tmux_used;
+
+/* ------------------------------------------------------------ running */
+
+/* Start BM_BIN ARGS... (NULL-terminated) with stdout and stderr on pipes. */
+static struct proc start_cmd(const char *a0, ...)
+{
+	char *argv[MAX_ARGS];
+	struct proc p;
+	int o[2], e[2], n = 0;
+	va_list ap;
+	char *a;
+
+	argv[n++] = (char *)bm_bin;
+	va_start(ap, a0);
+	for (a = (char *)a0; a && n < MAX_ARGS - 1; a = va_arg(ap, char *))
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	assert_int_equal(pipe2(o, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(e, O_CLOEXEC), 0);
+	p.t0 = now_ns();
+	p.pid = fork();
+	assert_true(p.pid >= 0);
+	if (p.pid == 0) {
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		execv(bm_bin, argv);
+		_exit(127);
+	}
+	close(o[1]);
+	close(e[1]);
+	p.out = o[0];
+	p.err = e[0];
+	fcntl(p.out, F_SETFL, O_NONBLOCK);
+	fcntl(p.err, F_SETFL, O_NONBLOCK);
+	return p;
+}
+
+/* Collect p into r; f->r is where the background run's result goes. */
+static struct res *finish_into(struct fx *f, struct proc *p, struct res *r)
+{
+	struct res keep = f->r;
+
+	memset(&f->r, 0, sizeof(f->r));
+	finish_bm(f, p);
+	res_free(r);
+	*r = f->r;
+	f->r = keep;
+	if (!r->out.p)
+		r->out.p = strdup("");
+	return r;
+}
+
+/* The background effect: bm-spike in its cgroup, running (no outcome file: nothing to race). */
+static struct proc start_spike(struct fx *f, const char *count)
+{
+	char path[PATH_MAX + 128], buf[64];
+	uint64_t deadline = now_ns() + 10000000000ULL;
+	ssize_t n;
+	struct proc p;
+	int fd;
+
+	p = start_bm(f, R_TENANT | R_ID | R_QUIET, "--", wl("bm-spike"), "30", "100", count, NULL);
+	snprintf(path, sizeof(path), "%s/burstmeter.%s.%s/cgroup.procs", cg_parent, token, f->id);
+	while (now_ns() < deadline) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		n = fd >= 0 ? read(fd, buf, sizeof(buf)) : 0;
+		if (fd >= 0)
+			close(fd);
+		if (n > 0)
+			return p;
+		usleep(10000);
+	}
+	fail_msg("the effect never started in %s", path);
+	return p;
+}
+
+static void finish_spike(struct fx *f, struct proc *p)
+{
+	struct res *r;
+
+	res_free(&f->r);
+	r = finish_bm(f, p);
+	if (r->status)
+		fail_msg("burstmeter run exited %d: %s", r->status, r->err.p ? r->err.p : "");
+}
+
+/* ------------------------------------------------------------ reading */
+
+/* Field k (0: the id) of the row whose first field is id, into buf (64 bytes); NULL if none. */
+static const char *row_field(const char *text, const char *id, int k, char buf[64])
+{
+	const char *line, *nl;
+	int i, n;
+
+	for (line = text; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (sscanf(line, "%63s%n", buf, &n) != 1 || strcmp(buf, id))
+			continue;
+		for (i = 0, line += n; i < k; i++, line += n)
+			if (sscanf(line, "%63s%n", buf, &n) != 1)
+				return NULL;
+		return buf;
+	}
+	return NULL;
+}
+
+/* The effect id in top --json output; fails if it is not there exactly once. */
+static json_t *json_effect(json_t *root, const char *id)
+{
+	json_t *e, *found = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(root, "effects"), i, e) {
+		if (!strcmp(jstr(e, "id"), id)) {
+			assert_null(found);
+			found = e;
+		}
+	}
+	if (!found)
+		fail_msg("no effect %s in top --json", id);
+	return found;
+}
+
+struct hists {
+	int n;			/* histograms printed */
+	long long windows[16];	/* windows in each */
+	long long busy[16];	/* of those, in a non-zero bucket */
+};
+
+/* Parse hist's output: "<dim> per 10 ms window", a column line, "range : count |bar|" rows. */
+static void parse_hists(const char *out, const char *header, struct hists *h)
+{
+	const char *line = out, *nl, *colon;
+	long long c;
+
+	memset(h, 0, sizeof(*h));
+	h->n = -1;
+	for (; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (!strncmp(line, header, strlen(header)) && h->n < 15) {
+			h->n++;
+			continue;
+		}
+		colon = strstr(line, " : ");
+		if (h->n < 0 || !colon || (nl && colon > nl) || sscanf(colon + 3, "%lld", &c) != 1)
+			continue;
+		h->windows[h->n] += c;
+		if (strstr(line, " -> ") && strstr(line, " -> ") < colon)
+			h->busy[h->n] += c;
+	}
+	h->n++;
+}
+
+static int count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; s && *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* ---------------------------------------------------------------- top */
+
+static void check_top_table(struct fx *f, struct res *r)
+{
+	char buf[64];
+
+	if (r->status)
+		fail_msg("top --once exited %d: %s", r->status, r->err.p ? r->err.p : "");
+	assert_true(!strncmp(r->out.p, "burstmeter top ", 15));
+	assert_non_null(strstr(r->out.p, "ID "));
+	assert_non_null(strstr(r->out.p, "STATE"));
+	if (!row_field(r->out.p, f->id, 1, buf))
+		fail_msg("no row for %s in:\n%s", f->id, r->out.p);
+	assert_string_equal(buf, token);
+	/* ID TENANT TIME CPU peak: the fourth field after the id */
+	assert_non_null(row_field(r->out.p, f->id, 4, buf));
+	assert_between(atof(buf), PEAK_LO, PEAK_HI);
+}
+
+static void check_top_json(struct fx *f, struct res *r, const char *meter)
+{
+	json_error_t jerr;
+	json_t *root, *e;
+
+	if (r->status)
+		fail_msg("top --json exited %d: %s", r->status, r->err.p ? r->err.p : "");
+	assert_int_equal(count_lines(r->out.p), 1);
+	root = json_loads(r->out.p, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		fail_msg("top --json is not JSON: %s\n%s", jerr.text, r->out.p);
+	r->o = root;	/* freed with the result */
+	e = json_effect(root, f->id);
+	assert_string_equal(jstr(e, "tenant"), token);
+	if (meter)
+		assert_string_equal(jstr(e, "meter"), meter);
+	assert_false(json_is_true(jget(e, "frozen")));
+	assert_between(jnum(e, "peak.cpu_cores"), PEAK_LO, PEAK_HI);
+	assert_between(jnum(e, "peak.pids"), 0, 1);
+	assert_true(jnum(e, "runtime_seconds") > 0.5);
+}
+
+/*
+ * top --once and --json beside bm-spike 30 100 30 (3 s). No agent: each
+ * meters the effect itself for a second, so both run at once to stay
+ * within its life.
+ */
+static void test_top_once_json(void **state)
+{
+	struct res once = { 0 }, js = { 0 };
+	struct fx *f = *state;
+	struct proc run, p1, p2;
+
+	run = start_spike(f, "30");
+	p1 = start_cmd("top", "--once", NULL);
+	p2 = start_cmd("top", "--json", NULL);
+	finish_into(f, &p1, &once);
+	finish_into(f, &p2, &js);
+	check_top_table(f, &once);
+	/* an agent of the machine's own would run the effect: then it is the agent's to meter */
+	check_top_json(f, &js, access("/sys/fs/bpf/burstmeter", F_OK) ? "top" : NULL);
+	res_free(&once);
+	res_free(&js);
+	finish_spike(f, &run);
+	assert_clean(f);
+}
+
+/* --------------------------------------------------------------- hist */
+
+/*
+ * hist --effect ID: with no meter pinned, the life so far is the second hist
+ * meters it (about 100 windows), 30 % of them busy or more (a spike slowed
+ * by other load spreads over more windows; some stay idle). With INTERVAL
+ * 0.5 and COUNT 2: two histograms of the windows each half second closed
+ * (about 50 each).
+ */
+static void test_hist_effect(void **state)
+{
+	const char *hdr = "cpu_cores per 10 ms window";
+	struct res life = { 0 }, iv = { 0 };
+	struct fx *f = *state;
+	struct proc run, p;
+	struct hists h;
+
+	run = start_spike(f, "60");
+	p = start_cmd("hist", "--effect", f->id, NULL);
+	finish_into(f, &p, &life);
+	if (life.status)
+		fail_msg("hist exited %d: %s", life.status, life.err.p ? life.err.p : "");
+	assert_non_null(strstr(life.out.p, "cores : windows  distribution"));
+	parse_hists(life.out.p, hdr, &h);
+	assert_int_equal(h.n, 1);
+	assert_between((double)h.windows[0], 50, 1000);
+	assert_between((double)h.busy[0], 0.15 * h.windows[0], 0.9 * h.windows[0]);
+
+	p = start_cmd("hist", "--effect", f->id, "0.5", "2", NULL);
+	finish_into(f, &p, &iv);
+	if (iv.status)
+		fail_msg("hist 0.5 2 exited %d: %s", iv.status, iv.err.p ? iv.err.p : "");
+	parse_hists(iv.out.p, hdr, &h);
+	assert_int_equal(h.n, 2);
+	assert_between((double)h.windows[0], 35, 65);
+	assert_between((double)h.windows[1], 40, 60);
+	assert_true(h.busy[0] > 0 && h.busy[1] > 0);
+	res_free(&life);
+	res_free(&iv);
+	finish_spike(f, &run);
+	assert_clean(f);
+}
+
+/* ---------------------------------------------------------------- tmux */
+
+/* tmux -L <ours> ARGS... (NULL-terminated); returns its exit status. */
+static int tmux(const char *a0, ...)
+{
+	char *argv[MAX_ARGS] = { "tmux", "-S", tmux_sock };
+	int n = 3, status;
+	va_list ap;
+	pid_t pid;
+	char *a;
+
+	va_start(ap, a0);
+	for (a = (char *)a0; a && n < MAX_ARGS - 1; a = va_arg(ap, char *))
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		/* "no server running" is an answer here, not an error */
+		dup2(open("/dev/null", O_WRONLY | O_CLOEXEC), 2);
+		execvp("tmux", argv);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* What the pane shows, into buf. */
+static char *capture(char *buf, size_t len)
+{
+	char cmd[256];
+	size_t n;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "tmux -S %s capture-pane -p -t %s", tmux_sock, tmux_sess);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	n = fread(buf, 1, len - 1, p);
+	buf[n] = '\0';
+	pclose(p);
+	return buf;
+}
+
+/* Wait until the pane shows what; returns the capture (fails after timeout_ms). */
+static char *wait_screen(const char *what, char *buf, size_t len, int timeout_ms)
+{
+	int t;
+
+	for (t = 0; t < timeout_ms; t += 50) {
+		if (strstr(capture(buf, len), what))
+			return buf;
+		usleep(50000);
+	}
+	fail_msg("the screen never showed '%s':\n%s", what, buf);
+	return buf;
+}
+
+static void wait_session_end(int timeout_ms)
+{
+	int t;
+
+	for (t = 0; t < timeout_ms; t += 50) {
+		if (tmux("has-session", "-t", tmux_sess, NULL))
+			return;
+		usleep(50000);
+	}
+	fail_msg("the tmux session did not end in %d ms", timeout_ms);
+}
+
+/*
+ * Start top in the pane of a new session. The file "after" gets top's pid
+ * (its shell execs it), then its exit status and the tty's modes after it.
+ */
+static void tmux_top(struct fx *f)
+{
+	char bin[PATH_MAX], cmd[4 * PATH_MAX];
+
+	if (access("/usr/bin/tmux", X_OK))
+		fail_msg("tmux is missing (apt-get install tmux)");
+	assert_non_null(realpath(bm_bin, bin));
+	snprintf(f->own, sizeof(f->own), "after");
+	snprintf(cmd, sizeof(cmd), "sh -c 'echo $$ > %s/after; exec %s top'; echo $? >> %s/after; "
+		 "stty -a >> %s/after", f->dir, bin, f->dir, f->dir);
+	tmux_used = true;
+	assert_int_equal(tmux("new-session", "-d", "-s", tmux_sess, "-x", "160", "-y", "40", cmd,
+			      NULL), 0);
+}
+
+/* The file "after" once it holds what; returns its text. */
+static char *read_after(struct fx *f, const char *what, char *buf, size_t len)
+{
+	char path[PATH_MAX + 16];
+	ssize_t n;
+	int fd, t;
+
+	snprintf(path, sizeof(path), "%s/after", f->dir);
+	for (t = 0, buf[0] = '\0'; t < 3000 && !strstr(buf, what); t += 20, usleep(20000)) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		n = fd >= 0 ? read(fd, buf, len - 1) : 0;
+		if (fd >= 0)
+			close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+	}
+	return buf;
+}
+
+/* top exited 0 and left the terminal as it found it (canonical mode, echo on). */
+static void check_after(struct fx *f)
+{
+	char buf[4096], *st;
+
+	read_after(f, "icanon", buf, sizeof(buf));
+	st = strchr(buf, '\n');
+	if (!st || strncmp(st, "\n0\n", 3) || !strstr(buf, "icanon") || strstr(buf, "-icanon") ||
+	    strstr(buf, "-echo "))
+		fail_msg("top's pid, status and the terminal after it:\n%s", buf);
+}
+
+/*
+ * The live screen over a 6 s effect: its row and the header appear, the
+ * TIME column moves between two captures (it refreshes), a sort key
+ * re-sorts, q quits and gives the terminal back.
+ */
+static void test_top_tmux(void **state)
+{
+	static char a[16384], b[16384];
+	char t1[64], t2[64];
+	struct fx *f = *state;
+	struct proc run;
+
+	run = start_spike(f, "60");
+	tmux_top(f);
+	wait_screen(f->id, a, sizeof(a), 10000);
+	assert_non_null(strstr(a, "burstmeter top "));
+	assert_non_null(strstr(a, "sort: cpu peak"));
+	assert_non_null(strstr(a, "TIME"));
+	assert_non_null(row_field(a, f->id, 2, t1));
+	usleep(300000);
+	assert_non_null(row_field(capture(b, sizeof(b)), f->id, 2, t2));
+	if (!strcmp(t1, t2))
+		fail_msg("TIME of %s did not move in 300 ms (%s): no refresh", f->id, t1);
+	assert_int_equal(tmux("send-keys", "-t", tmux_sess, "m", NULL), 0);
+	wait_screen("sort: mem peak", a, sizeof(a), 2000);
+	assert_int_equal(tmux("send-keys", "-t", tmux_sess, "q", NULL), 0);
+	wait_session_end(3000);
+	check_after(f);
+	finish_spike(f, &run);
+	assert_clean(f);
+}
+
+/* SIGTERM (a service stopping it) and Ctrl-C (SIGINT) also give the terminal back. */
+static void test_top_tmux_signals(void **state)
+{
+	static char a[16384];
+	struct fx *f = *state;
+	char pid[64], path[PATH_MAX + 16];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		tmux_top(f);
+		wait_screen("sort: cpu peak", a, sizeof(a), 10000);
+		read_after(f, "\n", pid, sizeof(pid));
+		assert_true(atoi(pid) > 0);
+		if (i == 0)
+			assert_int_equal(kill(atoi(pid), SIGTERM), 0);
+		else
+			assert_int_equal(tmux("send-keys", "-t", tmux_sess, "C-c", NULL), 0);
+		wait_session_end(3000);
+		check_after(f);
+		snprintf(path, sizeof(path), "%s/after", f->dir);
+		unlink(path);
+	}
+	assert_clean(f);
+}
+
+/* ---------------------------------------------------------- bad input */
+
+struct bad {
+	const char *args[6];
+	const char *names;	/* what the one line must name */
+};
+
+static const struct bad bad_inputs[] = {
+	{ { "top", "--bogus" }, "--bogus" },
+	{ { "top", "--sort", "bogus" }, "--sort" },
+	{ { "top", "--interval", "0" }, "--interval" },
+	{ { "top", "--sort" }, "--sort" },
+	{ { "top", "extra" }, "extra" },
+	{ { "hist", "--effect", "x", "--bogus" }, "--bogus" },
+	{ { "hist", "--effect", "x", "--dim", "bogus" }, "--dim" },
+	{ { "hist", "--effect", "x", "0" }, "INTERVAL" },
+	{ { "hist", "--effect", "x", "1", "0" }, "COUNT" },
+	{ { "hist", "--effect", "../x" }, "--effect" },
+	{ { "hist", "--effect", "no-such-effect-here" }, "--effect" },
+	{ { "hist", "--cgroup", "/nonexistent" }, "--cgroup" },
+	{ { "hist" }, "--effect" },
+};
+
+/* Each: exit 125 (bad input, as for run), nothing on stdout, one line on stderr naming the flag. */
+static void test_views_bad_input(void **state)
+{
+	struct fx *f = *state;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(bad_inputs) / sizeof(bad_inputs[0]); i++) {
+		const char *const *a = bad_inputs[i].args;
+		struct res r = { 0 };
+		struct proc p = start_cmd(a[0], a[1], a[2], a[3], a[4], a[5], NULL);
+
+		finish_into(f, &p, &r);
+		if (r.status != 125 || r.out.len || count_lines(r.err.p) != 1 ||
+		    !strstr(r.err.p, bad_inputs[i].names))
+			fail_msg("%s %s %s %s: exit %d (want 125), stdout %zu bytes, stderr (want "
+				 "one line naming %s):\n%s", a[0], a[1] ? a[1] : "",
+				 a[2] ? a[2] : "", a[3] ? a[3] : "", r.status, r.out.len,
+				 bad_inputs[i].names, r.err.p ? r.err.p : "");
+		res_free(&r);
+	}
+	assert_clean(f);
+}
+
+/* ------------------------------------------------------ the agent's meter */
+
+static struct {
+	pid_t pid;
+	char dir[PATH_MAX], sock[PATH_MAX + 16], pins[PATH_MAX];
+} ag;
+
+static void agent_start(void)
+{
+	char cfg[PATH_MAX + 16], log[PATH_MAX + 16], state_dir[PATH_MAX + 16];
+	json_t *out = NULL;
+	FILE *c;
+	int i, fd;
+
+	snprintf(ag.dir, sizeof(ag.dir), "/tmp/bm-views.XXXXXX");
+	assert_non_null(mkdtemp(ag.dir));
+	snprintf(ag.sock, sizeof(ag.sock), "%s/api.sock", ag.dir);
+	snprintf(ag.pins, sizeof(ag.pins), "/sys/fs/bpf/bm-views-%d", (int)getpid());
+	snprintf(cfg, sizeof(cfg), "%s/agent.yaml", ag.dir);
+	snprintf(log, sizeof(log), "%s/agent.log", ag.dir);
+	snprintf(state_dir, sizeof(state_dir), "%s/state", ag.dir);
+	c = fopen(cfg, "we");
+	assert_non_null(c);
+	/* admission off: a busy machine must not queue the effect; root's tenant is our token */
+	fprintf(c, "admit_cpu_pressure: 100\nadmit_mem_available: 0\n"
+		   "tenants:\n  - { uid: 0, tenant: %s }\n", token);
+	fclose(c);
+	ag.pid = fork();
+	assert_true(ag.pid >= 0);
+	if (!ag.pid) {
+		fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(bm_bin, bm_bin, "agent", "--config", cfg, "--socket", ag.sock, "--state-dir",
+		      state_dir, "--pin-dir", ag.pins, "--metrics", "", (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 500; i++, usleep(10000)) {
+		if (bm_client_call(ag.sock, "GET", "/v1/healthz", NULL, &out, 1000) == 200)
+			break;
+	}
+	json_decref(out);
+	if (i == 500)
+		fail_msg("the agent did not answer on %s (log %s)", ag.sock, log);
+}
+
+/* Stop the agent we started (it removes its pins when no effect is left); returns leftovers. */
+static int agent_stop(void)
+{
+	char cmd[2 * PATH_MAX + 32];
+	int found = 0;
+
+	if (ag.pid > 0) {
+		kill(ag.pid, SIGTERM);
+		waitpid(ag.pid, NULL, 0);
+	}
+	ag.pid = 0;
+	if (ag.pins[0] && !access(ag.pins, F_OK)) {
+		print_error("pins left behind in %s\n", ag.pins);
+		found++;
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", ag.pins, ag.dir);
+	if (ag.dir[0] && system(cmd))
+		print_error("cannot remove %s or %s\n", ag.pins, ag.dir);
+	ag.dir[0] = ag.pins[0] = '\0';
+	return found;
+}
+
+static void wait_final(const char *id)
+{
+	char path[128];
+	json_t *e = NULL;
+	int t;
+
+	snprintf(path, sizeof(path), "/v1/effects/%s", id);
+	for (t = 0; t < 20000; t += 50, usleep(50000)) {
+		json_decref(e);
+		e = NULL;
+		assert_int_equal(bm_client_call(ag.sock, "GET", path, NULL, &e, 10000), 200);
+		if (strcmp(jstr(e, "state"), "running") && strcmp(jstr(e, "state"), "queued"))
+			break;
+	}
+	assert_string_equal(jstr(e, "state"), "succeeded");
+	json_decref(e);
+}
+
+/*
+ * Through the agent's pinned meter (--pin-dir): the effect the agent runs is
+ * read, not metered again: meter "agent", no '*', and hist shows its whole
+ * life so far (a second and more: 100 windows and more), without "counts
+ * start now".
+ */
+static void test_views_agent_meter(void **state)
+{
+	struct res once = { 0 }, js = { 0 }, life = { 0 };
+	struct fx *f = *state;
+	char bin[PATH_MAX], pinned[PATH_MAX + 32];
+	json_t *req, *out = NULL;
+	struct proc p1, p2, p3;
+	struct hists h;
+
+	agent_start();
+	snprintf(f->id, sizeof(f->id), "%s-ag", token);
+	assert_non_null(realpath(wl("bm-spike"), bin));
+	req = json_pack("{s:s, s:[s,s,s,s], s:s}", "id", f->id, "argv", bin, "30", "100", "30",
+			"intent", "views");
+	assert_int_equal(bm_client_call(ag.sock, "POST", "/v1/effects", req, &out, 10000), 201);
+	json_decref(req);
+	json_decref(out);
+	usleep(1200000);
+	p1 = start_cmd("top", "--once", "--pin-dir", ag.pins, NULL);
+	p2 = start_cmd("top", "--json", "--pin-dir", ag.pins, NULL);
+	p3 = start_cmd("hist", "--pin-dir", ag.pins, "--effect", f->id, NULL);
+	finish_into(f, &p1, &once);
+	finish_into(f, &p2, &js);
+	finish_into(f, &p3, &life);
+	check_top_table(f, &once);
+	snprintf(pinned, sizeof(pinned), "meter pinned at %s", ag.pins);
+	assert_non_null(strstr(once.out.p, pinned));
+	check_top_json(f, &js, "agent");
+	assert_false(json_is_true(jget(json_effect(js.o, f->id), "counts_since_top")));
+	if (life.status || strstr(life.err.p ? life.err.p : "", "counts start now"))
+		fail_msg("hist on the agent's meter: exit %d, stderr: %s", life.status,
+			 life.err.p ? life.err.p : "");
+	parse_hists(life.out.p, "cpu_cores per 10 ms window", &h);
+	assert_int_equal(h.n, 1);
+	assert_between((double)h.windows[0], 100, 400);
+	assert_between((double)h.busy[0], 0.15 * h.windows[0], 0.9 * h.windows[0]);
+	res_free(&once);
+	res_free(&js);
+	res_free(&life);
+	wait_final(f->id);
+	assert_int_equal(agent_stop(), 0);
+	assert_clean(f);
+}
+
+/* ---------------------------------------------------------- fixtures */
+
+static int setup_views(void **state)
+{
+	snprintf(tmux_sess, sizeof(tmux_sess), "bmtest-%d", (int)getpid());
+	snprintf(tmux_sock, sizeof(tmux_sock), "/tmp/bm-views-tmux-%d", (int)getpid());
+	tmux_used = false;
+	return setup(state);
+}
+
+/* Whatever a failed test left: the tmux server, the agent; then the harness's sweep. */
+static int teardown_views(void **state)
+{
+	int found = 0;
+
+	if (tmux_used && !tmux("has-session", "-t", tmux_sess, NULL)) {
+		print_error("left behind: tmux session %s\n", tmux_sess);
+		tmux("kill-server", NULL);
+		found++;
+	}
+	/* tmux leaves its socket behind when its last session ends */
+	if (tmux_used)
+		unlink(tmux_sock);
+	found += agent_stop();
+	return teardown(state) || found ? -1 : 0;
+}
+
+int main(void)
+{
+	struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_views_bad_input, setup_views, teardown_views),
+		cmocka_unit_test_setup_teardown(test_top_once_json, setup_views, teardown_views),
+		cmocka_unit_test_setup_teardown(test_hist_effect, setup_views, teardown_views),
+		cmocka_unit_test_setup_teardown(test_top_tmux, setup_views, teardown_views),
+		cmocka_unit_test_setup_teardown(test_top_tmux_signals, setup_views, teardown_views),
+		cmocka_unit_test_setup_teardown(test_views_agent_meter, setup_views,
+						teardown_views),
+	};
+	size_t n;
+	int rc = runner_init("test_views");
+
+	if (rc)
+		return rc;
+	n = integ_filter(tests, sizeof(tests) / sizeof(tests[0]));
+	return _cmocka_run_group_tests("views", tests, n, NULL, NULL);
+}
