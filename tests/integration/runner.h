@@ -155,15 +155,12 @@ static void build_argv(struct fx *f, int flags, va_list ap, char *argv[MAX_ARGS]
 	argv[n] = NULL;
 }
 
-static struct proc vstart_bm(struct fx *f, int flags, va_list ap)
+/* Start argv[0] (a path) with argv (NULL-terminated), stdout and stderr on non-blocking pipes. */
+static struct proc start_argv(char *const argv[])
 {
-	char *argv[MAX_ARGS];
 	int o[2], e[2];
 	struct proc p;
 
-	build_argv(f, flags, ap, argv);
-	res_free(&f->r);
-	unlink(f->outcome);	/* its presence afterwards says this run wrote it */
 	assert_int_equal(pipe2(o, O_CLOEXEC), 0);
 	assert_int_equal(pipe2(e, O_CLOEXEC), 0);
 	p.t0 = now_ns();
@@ -172,7 +169,7 @@ static struct proc vstart_bm(struct fx *f, int flags, va_list ap)
 	if (p.pid == 0) {
 		dup2(o[1], 1);
 		dup2(e[1], 2);
-		execv(bm_bin, argv);
+		execv(argv[0], argv);
 		_exit(127);
 	}
 	close(o[1]);
@@ -182,6 +179,16 @@ static struct proc vstart_bm(struct fx *f, int flags, va_list ap)
 	fcntl(p.out, F_SETFL, O_NONBLOCK);
 	fcntl(p.err, F_SETFL, O_NONBLOCK);
 	return p;
+}
+
+static struct proc vstart_bm(struct fx *f, int flags, va_list ap)
+{
+	char *argv[MAX_ARGS];
+
+	build_argv(f, flags, ap, argv);
+	res_free(&f->r);
+	unlink(f->outcome);	/* its presence afterwards says this run wrote it */
+	return start_argv(argv);
 }
 
 static struct proc start_bm(struct fx *f, int flags, ...)

@@ -7,75 +7,21 @@
  * the middle of 20 running effects with nothing lost.
  */
 #include "runner.h"
-#include "client.h"
+#include "agent_fx.h"
 
 #define NOBODY 65534
 
-struct agent {
-	pid_t pid;
-	char dir[PATH_MAX], sock[PATH_MAX + 16], state[PATH_MAX + 16], pins[PATH_MAX], log[PATH_MAX + 16];
-};
-
-static struct agent ag;
-
-/* Start the agent and wait for its socket to answer. extra: more flags, NULL-terminated. */
+/* Start the agent with the queue's limits and wait for its socket to answer. */
 static void agent_start(const char *max_running, const char *max_queued)
 {
-	char cfg[PATH_MAX + 32];
-	FILE *f;
-	int i, fd;
-
-	snprintf(cfg, sizeof(cfg), "%s/agent.yaml", ag.dir);
-	f = fopen(cfg, "we");
-	assert_non_null(f);
 	/*
 	 * The socket open to all: the second tenant is another uid. Both
 	 * tenants carry the run's token, so the harness knows their cgroups.
 	 */
-	fprintf(f, "max_running: %s\nmax_queued: %s\ntenant_max_running: 100\nadmit_cpu_pressure: 100\n"
-		   "admit_mem_available: 0\nsocket_mode: \"0666\"\ntenants:\n  - { uid: 0, tenant: %s }\n"
-		   "  - { uid: %d, tenant: %s-other }\n", max_running, max_queued, token, NOBODY, token);
-	fclose(f);
-	ag.pid = fork();
-	assert_true(ag.pid >= 0);
-	if (!ag.pid) {
-		fd = open(ag.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execl(bm_bin, bm_bin, "agent", "--config", cfg, "--socket", ag.sock, "--state-dir", ag.state,
-		      "--pin-dir", ag.pins, "--metrics", "", (char *)NULL);
-		_exit(127);
-	}
-	for (i = 0; i < 500; i++) {
-		json_t *out = NULL;
-
-		if (bm_client_call(ag.sock, "GET", "/v1/healthz", NULL, &out, 1000) == 200) {
-			json_decref(out);
-			return;
-		}
-		usleep(10000);
-	}
-	fail_msg("the agent did not answer on %s (log %s)", ag.sock, ag.log);
-}
-
-static int agent_stop(int sig)
-{
-	int status = 0;
-
-	if (ag.pid > 0) {
-		kill(ag.pid, sig);
-		waitpid(ag.pid, &status, 0);
-	}
-	ag.pid = 0;
-	return status;
-}
-
-static int call(const char *method, const char *path, json_t *body, json_t **out)
-{
-	int st = bm_client_call(ag.sock, method, path, body, out, 10000);
-
-	json_decref(body);
-	return st;
+	agent_start_cfg("", "max_running: %s\nmax_queued: %s\ntenant_max_running: 100\n"
+			"admit_cpu_pressure: 100\nadmit_mem_available: 0\nsocket_mode: \"0666\"\n"
+			"tenants:\n  - { uid: 0, tenant: %s }\n  - { uid: %d, tenant: %s-other }\n",
+			max_running, max_queued, token, NOBODY, token);
 }
 
 /* The same call made by another uid: a forked child that setuid()s first and writes back the status. */
@@ -104,75 +50,6 @@ static int call_as(uid_t uid, const char *method, const char *path, json_t *body
 	return st;
 }
 
-/* A launch request for a workload; the agent runs it with cwd /, so the path is absolute. */
-static json_t *launch_req(const char *id, const char *wl_name, const char *a1, const char *a2, const char *a3)
-{
-	char path[PATH_MAX];
-	json_t *argv;
-
-	if (!realpath(wl(wl_name), path))
-		fail_msg("workload %s: %s", wl_name, strerror(errno));
-	argv = json_pack("[s]", path);
-	if (a1)
-		json_array_append_new(argv, json_string(a1));
-	if (a2)
-		json_array_append_new(argv, json_string(a2));
-	if (a3)
-		json_array_append_new(argv, json_string(a3));
-	return json_pack("{s:s, s:o, s:s}", "id", id, "argv", argv, "intent", "integration");
-}
-
-/* Poll an effect until it is in a final state; returns it. */
-static json_t *wait_final_as(const char *tenant, const char *id, int timeout_ms);
-
-static json_t *wait_final(const char *id, int timeout_ms)
-{
-	return wait_final_as(NULL, id, timeout_ms);
-}
-
-static json_t *wait_final_as(const char *tenant, const char *id, int timeout_ms)
-{
-	static const char *const final[] = { "succeeded", "failed", "cancelled", "killed", "deadline_exceeded" };
-	char path[128];
-	json_t *e = NULL;
-	unsigned int i;
-	int t;
-
-	/* root may look at another tenant's effect by naming it */
-	snprintf(path, sizeof(path), "/v1/effects/%s%s%s", id, tenant ? "?tenant=" : "", tenant ? tenant : "");
-	for (t = 0; t < timeout_ms; t += 20) {
-		json_decref(e);
-		e = NULL;
-		assert_int_equal(call("GET", path, NULL, &e), 200);
-		for (i = 0; i < 5; i++)
-			if (!strcmp(jstr(e, "state"), final[i]))
-				return e;
-		usleep(20000);
-	}
-	fail_msg("%s did not end in %d ms (state %s)", id, timeout_ms, jstr(e, "state"));
-	return NULL;
-}
-
-static void dump_log(void)
-{
-	char line[1024];
-	FILE *f = fopen(ag.log, "re");
-
-	while (f && fgets(line, sizeof(line), f))
-		print_error("  agent: %s", line);
-	if (f)
-		fclose(f);
-}
-
-static void rm_rf(const char *path)
-{
-	char cmd[PATH_MAX + 32];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
-	if (system(cmd))
-		print_error("failed to remove %s\n", path);
-}
-
 /* The agent's own directory: socket, state, log (the fixture's is for outcomes). */
 static int setup_agent(void **state)
 {
@@ -180,35 +57,20 @@ static int setup_agent(void **state)
 
 	if (ret)
 		return ret;
-	snprintf(ag.dir, sizeof(ag.dir), "/tmp/bm-agent.XXXXXX");
-	if (!mkdtemp(ag.dir))
+	if (agent_fx_init("agent", "burstmeter-test")) {
+		teardown(state);
 		return -1;
+	}
 	/* the second tenant is another uid: it must reach the socket and the workloads */
 	chmod(ag.dir, 0755);
-	snprintf(ag.sock, sizeof(ag.sock), "%s/api.sock", ag.dir);
-	snprintf(ag.state, sizeof(ag.state), "%s/state", ag.dir);
-	snprintf(ag.log, sizeof(ag.log), "%s/agent.log", ag.dir);
-	snprintf(ag.pins, sizeof(ag.pins), "/sys/fs/bpf/burstmeter-test-%d", (int)getpid());
 	return 0;
 }
 
+/* Whatever a test left: the agent and its pins; then the harness's sweep. */
 static int teardown_agent(void **state)
 {
-	int status = agent_stop(SIGTERM), found = 0;
+	int found = agent_leftovers();
 
-	/* an agent stopped with no effects left removes its pins */
-	if (access(ag.pins, F_OK) == 0) {
-		print_error("pins left behind in %s\n", ag.pins);
-		rm_rf(ag.pins);
-		found++;
-	}
-	if (WIFEXITED(status) && WEXITSTATUS(status)) {
-		print_error("the agent exited %d\n", WEXITSTATUS(status));
-		found++;
-	}
-	/* what the agent said, when something went wrong or when asked */
-	if (found || getenv("BM_AGENT_LOG"))
-		dump_log();
 	rm_rf(ag.dir);
 	return teardown(state) || found ? -1 : 0;
 }
@@ -216,14 +78,7 @@ static int teardown_agent(void **state)
 /* End of a test: the agent stops cleanly (and, with no effect left, removes its pins); nothing is left. */
 static void finish(void **state)
 {
-	int status = agent_stop(SIGTERM);
-
-	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-		dump_log();
-		fail_msg("the agent did not stop cleanly (status %#x)", status);
-	}
-	if (access(ag.pins, F_OK) == 0)
-		fail_msg("the agent left its pins in %s", ag.pins);
+	agent_finish();
 	assert_clean(*state);
 }
 
@@ -236,7 +91,8 @@ static void test_agent_launch(void **state)
 	char *body;
 
 	agent_start("8", "16");
-	assert_int_equal(call("POST", "/v1/effects", launch_req("l1", "bm-spike", "20", "50", "3"), &e), 201);
+	assert_int_equal(call("POST", "/v1/effects", launch_req("l1", "bm-spike", "20", "50", "3", NULL), &e),
+			 201);
 	assert_string_equal(jstr(e, "state"), "running");
 	json_decref(e);
 	e = wait_final("l1", 20000);
@@ -256,7 +112,7 @@ static void test_agent_launch(void **state)
 	/* idempotent: the same id again is the same effect */
 	json_decref(e);
 	e = NULL;
-	assert_int_equal(call("POST", "/v1/effects", launch_req("l1", "bm-sleeper", "1", NULL, NULL), &e), 200);
+	assert_int_equal(call("POST", "/v1/effects", launch_req("l1", "bm-sleeper", "1", NULL), &e), 200);
 	assert_string_equal(jstr(e, "state"), "succeeded");
 	json_decref(e);
 	finish(state);
@@ -286,7 +142,8 @@ static void test_agent_events(void **state)
 	json_t *e = NULL;
 
 	agent_start("8", "16");
-	assert_int_equal(call("POST", "/v1/effects", launch_req("ev1", "bm-spike", "30", "100", "5"), &e), 201);
+	assert_int_equal(call("POST", "/v1/effects", launch_req("ev1", "bm-spike", "30", "100", "5", NULL), &e),
+			 201);
 	json_decref(e);
 	assert_int_equal(bm_client_stream(ag.sock, "/v1/effects/ev1/events", on_line, &l), 200);
 	/* half a second of 10 ms windows, the running state, the final state, the outcome last */
@@ -304,7 +161,7 @@ static void test_agent_cancel(void **state)
 	json_t *e = NULL;
 
 	agent_start("8", "16");
-	assert_int_equal(call("POST", "/v1/effects", launch_req("c1", "bm-sleeper", "30000", NULL, NULL), &e), 201);
+	assert_int_equal(call("POST", "/v1/effects", launch_req("c1", "bm-sleeper", "30000", NULL), &e), 201);
 	json_decref(e);
 	e = NULL;
 	assert_int_equal(call("POST", "/v1/effects/c1/cancel", NULL, &e), 202);
@@ -443,17 +300,17 @@ static void test_agent_queue_full(void **state)
 	int i;
 
 	agent_start("1", "2");
-	assert_int_equal(call("POST", "/v1/effects", launch_req("q0", "bm-sleeper", "30000", NULL, NULL), &e), 201);
+	assert_int_equal(call("POST", "/v1/effects", launch_req("q0", "bm-sleeper", "30000", NULL), &e), 201);
 	for (i = 1; i <= 2; i++) {
 		json_decref(e);
 		e = NULL;
 		snprintf(id, sizeof(id), "q%d", i);
-		assert_int_equal(call("POST", "/v1/effects", launch_req(id, "bm-sleeper", "100", NULL, NULL), &e), 202);
+		assert_int_equal(call("POST", "/v1/effects", launch_req(id, "bm-sleeper", "100", NULL), &e), 202);
 		assert_string_equal(jstr(e, "state"), "queued");
 	}
 	json_decref(e);
 	e = NULL;
-	assert_int_equal(call("POST", "/v1/effects", launch_req("q3", "bm-sleeper", "100", NULL, NULL), &e), 429);
+	assert_int_equal(call("POST", "/v1/effects", launch_req("q3", "bm-sleeper", "100", NULL), &e), 429);
 	json_decref(e);
 	e = NULL;
 	/* cancelling the runner lets the queue drain in order */
@@ -479,7 +336,8 @@ static void test_agent_kill9_readopt(void **state)
 	agent_start("32", "64");
 	for (i = 0; i < 20; i++) {
 		snprintf(id, sizeof(id), "k%d", i);
-		assert_int_equal(call("POST", "/v1/effects", launch_req(id, "bm-spike", "10", "100", "15"), &e), 201);
+		assert_int_equal(call("POST", "/v1/effects",
+				      launch_req(id, "bm-spike", "10", "100", "15", NULL), &e), 201);
 		json_decref(e);
 		e = NULL;
 	}

@@ -16,52 +16,20 @@
  * temporary directory and the agent's pins removed, on every path.
  */
 #include "runner.h"
-#include "client.h"
+#include "agent_fx.h"
+#include "prom_fx.h"
 
-#include <arpa/inet.h>
-#include <ctype.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
-#define HTTP_TIMEOUT_MS 10000
-#define READY_TIMEOUT_MS 30000
-#define SCRAPE_S 1
-
+/* The agent (ag) and Prometheus (prom) beside it share ag.dir; this is the rest. */
 struct stack {
-	pid_t agent, prom;
-	int metrics_port, prom_port;
-	char dir[PATH_MAX];	/* everything of the agent and of Prometheus */
-	char sock[PATH_MAX + 16], state[PATH_MAX + 16], log[PATH_MAX + 16], cfg[PATH_MAX + 16];
-	char prom_yml[PATH_MAX + 16], prom_log[PATH_MAX + 16], data[PATH_MAX + 16];
-	char pins[PATH_MAX];
+	int metrics_port;				/* the agent's --metrics */
 	char rules[PATH_MAX], dashboard[PATH_MAX];	/* absolute */
 };
 
 static struct stack st;
-static const char *prometheus, *promtool, *python;
+static const char *promtool, *python;
 static char checker[PATH_MAX];
 
 /* ------------------------------------------------------------------ helpers */
-
-static void rm_rf(const char *path)
-{
-	char cmd[PATH_MAX + 32];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
-	if (system(cmd))
-		print_error("failed to remove %s\n", path);
-}
-
-static void dump_file(const char *who, const char *path)
-{
-	char line[2048];
-	FILE *f = fopen(path, "re");
-
-	while (f && fgets(line, sizeof(line), f))
-		print_error("  %s: %s", who, line);
-	if (f)
-		fclose(f);
-}
 
 /*
  * Exit status of a shell command (128 + signal if it did not exit); what it
@@ -77,7 +45,7 @@ static int run_sh(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(cmd, sizeof(cmd), fmt, ap);
 	va_end(ap);
-	snprintf(out, sizeof(out), "%s/cmd.out", st.dir);
+	snprintf(out, sizeof(out), "%s/cmd.out", ag.dir);
 	assert_true(strlen(cmd) + strlen(out) + 16 < sizeof(cmd));
 	strcat(strcat(strcat(cmd, " >"), out), " 2>&1");
 	rc = system(cmd);
@@ -90,378 +58,37 @@ static int run_sh(const char *fmt, ...)
 	return rc;
 }
 
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "we");
-
-	assert_non_null(f);
-	assert_true(fputs(text, f) >= 0);
-	assert_int_equal(fclose(f), 0);
-}
-
-/* Two distinct free loopback ports: bound to port 0 together, then released. */
-static void free_ports(int *a, int *b)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(sa);
-	int fd[2], i, *port[2] = { a, b };
-
-	for (i = 0; i < 2; i++) {
-		fd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		assert_true(fd[i] >= 0);
-		sa.sin_port = 0;
-		assert_int_equal(bind(fd[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
-		len = sizeof(sa);
-		assert_int_equal(getsockname(fd[i], (struct sockaddr *)&sa, &len), 0);
-		*port[i] = ntohs(sa.sin_port);
-	}
-	close(fd[0]);
-	close(fd[1]);
-}
-
-/*
- * GET http://127.0.0.1:port/path as HTTP/1.0 (the whole body, then the
- * server closes: no chunks). Returns the status and the body in *body
- * (malloc'd; NULL on error), or -errno. ctype, if given: the Content-Type.
- */
-static int http_get(int port, const char *path, const char *accept, char **body, char *ctype, size_t ctlen)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	uint64_t deadline = now_ns() + HTTP_TIMEOUT_MS * 1000000ULL;
-	struct pollfd pfd = { .events = POLLIN };
-	struct buf b = { 0 };
-	char req[16384], *hdr_end, *p;
-	int fd, status = -EPROTO, len;
-	bool eof = false;
-	ssize_t n;
-
-	*body = NULL;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		status = -errno;
-		close(fd);
-		return status;
-	}
-	len = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n%s%s%sConnection: close\r\n\r\n",
-		       path, port, accept ? "Accept: " : "", accept ? accept : "", accept ? "\r\n" : "");
-	assert_true(len > 0 && len < (int)sizeof(req));
-	for (p = req; p < req + len; p += n) {
-		n = write(fd, p, req + len - p);
-		if (n <= 0) {
-			close(fd);
-			return -EIO;
-		}
-	}
-	fcntl(fd, F_SETFL, O_NONBLOCK);
-	pfd.fd = fd;
-	while (!eof && now_ns() < deadline) {
-		poll(&pfd, 1, 50);
-		buf_read(&b, fd, &eof);
-	}
-	close(fd);
-	if (!eof) {
-		free(b.p);
-		return -ETIMEDOUT;
-	}
-	hdr_end = b.p ? strstr(b.p, "\r\n\r\n") : NULL;
-	if (!hdr_end || sscanf(b.p, "HTTP/1.%*d %d", &status) != 1) {
-		free(b.p);
-		return -EPROTO;
-	}
-	*hdr_end = '\0';
-	if (strcasestr(b.p, "\r\nTransfer-Encoding: chunked"))
-		fail_msg("GET %s: a chunked answer to HTTP/1.0", path);
-	if (ctype) {
-		p = strcasestr(b.p, "\r\nContent-Type: ");
-		snprintf(ctype, ctlen, "%.*s", p ? (int)strcspn(p + 16, "\r") : 0, p ? p + 16 : "");
-	}
-	*body = strdup(hdr_end + 4);
-	free(b.p);
-	assert_non_null(*body);
-	return status;
-}
-
-static void urlenc(char *dst, size_t size, const char *s)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t o = 0;
-
-	for (; *s && o + 4 < size; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-			dst[o++] = (char)c;
-		} else {
-			dst[o++] = '%';
-			dst[o++] = hex[c >> 4];
-			dst[o++] = hex[c & 15];
-		}
-	}
-	assert_true(!*s);	/* all of it fit */
-	dst[o] = '\0';
-}
-
-/* GET an API path of our Prometheus; its JSON "data" (a new reference), failing unless "success". */
-static json_t *prom_api(const char *path)
-{
-	json_t *root, *data;
-	json_error_t jerr;
-	char *body;
-	int status = http_get(st.prom_port, path, NULL, &body, NULL, 0);
-
-	if (status < 0)
-		fail_msg("GET %s from Prometheus: %s", path, strerror(-status));
-	root = json_loads(body, 0, &jerr);
-	if (!root || strcmp(json_string_value(json_object_get(root, "status")) ?: "", "success"))
-		fail_msg("GET %s: status %d: %s", path, status, body);
-	free(body);
-	data = json_incref(json_object_get(root, "data"));
-	json_decref(root);
-	return data;
-}
-
-/* An instant query's result array (a new reference). */
-static json_t *query(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *query(const char *fmt, ...)
-{
-	char expr[4096], enc[3 * sizeof(expr) + 64], path[sizeof(enc) + 32];
-	json_t *data, *res;
-	va_list ap;
-
-	va_start(ap, fmt);
-	assert_true(vsnprintf(expr, sizeof(expr), fmt, ap) < (int)sizeof(expr));
-	va_end(ap);
-	urlenc(enc, sizeof(enc), expr);
-	snprintf(path, sizeof(path), "/api/v1/query?query=%s", enc);
-	data = prom_api(path);
-	res = json_incref(json_object_get(data, "result"));
-	json_decref(data);
-	return res;
-}
-
-/* The value of a sample ("value": [time, "text"]). */
-static double sample_value(json_t *s)
-{
-	const char *v = json_string_value(json_array_get(json_object_get(s, "value"), 1));
-
-	if (!v)
-		fail_msg("a sample without a value");
-	return strtod(v, NULL);	/* "NaN", "+Inf" too */
-}
-
-/* The value of a query that is one sample; NAN when it is none (more is a failure). */
-static double value(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static double value(const char *fmt, ...)
-{
-	char expr[4096];
-	json_t *res;
-	double v = NAN;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(expr, sizeof(expr), fmt, ap);
-	va_end(ap);
-	res = query("%s", expr);
-	if (json_array_size(res) > 1)
-		fail_msg("%s: %zu samples, want one", expr, json_array_size(res));
-	if (json_array_size(res) == 1)
-		v = sample_value(json_array_get(res, 0));
-	json_decref(res);
-	return v;
-}
-
 /* ------------------------------------------------------------------ agent */
 
+/* The agent with --metrics on st.metrics_port; root's tenant is our token. */
 static void agent_start(void)
 {
 	char listen[32];
-	FILE *f;
-	int i, fd;
 
-	f = fopen(st.cfg, "we");
-	assert_non_null(f);
-	/* max_tools 20: the cap the cardinality test holds the series bound to */
-	fprintf(f, "max_running: 8\nmax_queued: 16\ntenant_max_running: 100\nadmit_cpu_pressure: 100\n"
-		   "admit_mem_available: 0\nmax_tools: 20\ntenants:\n  - { uid: 0, tenant: %s }\n", token);
-	assert_int_equal(fclose(f), 0);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", st.metrics_port);
-	st.agent = fork();
-	assert_true(st.agent >= 0);
-	if (!st.agent) {
-		fd = open(st.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execl(bm_bin, bm_bin, "agent", "--config", st.cfg, "--socket", st.sock, "--state-dir", st.state,
-		      "--pin-dir", st.pins, "--metrics", listen, (char *)NULL);
-		_exit(127);
-	}
-	for (i = 0; i < 1000; i++) {
-		json_t *out = NULL;
-
-		if (bm_client_call(st.sock, "GET", "/v1/healthz", NULL, &out, 1000) == 200) {
-			json_decref(out);
-			return;
-		}
-		if (waitpid(st.agent, NULL, WNOHANG) == st.agent) {
-			st.agent = 0;
-			dump_file("agent", st.log);
-			fail_msg("the agent exited before it answered on %s", st.sock);
-		}
-		usleep(10000);
-	}
-	fail_msg("the agent did not answer on %s (log %s)", st.sock, st.log);
+	/* max_tools 20: the cap the cardinality test holds the series bound to */
+	agent_start_cfg(listen, "max_running: 8\nmax_queued: 16\ntenant_max_running: 100\n"
+			"admit_cpu_pressure: 100\nadmit_mem_available: 0\nmax_tools: 20\n"
+			"tenants:\n  - { uid: 0, tenant: %s }\n", token);
 }
 
-/* Stop a child of ours: sig, then SIGKILL if it is not gone in grace_ms. Returns its wait status. */
-static int stop_child(pid_t *pid, int sig, int grace_ms)
-{
-	int status = 0, t;
-
-	if (*pid <= 0)
-		return 0;
-	kill(*pid, sig);
-	for (t = 0; waitpid(*pid, &status, WNOHANG) != *pid; t += 10) {
-		if (t == grace_ms) {
-			print_error("pid %d did not stop in %d ms: SIGKILL\n", (int)*pid, grace_ms);
-			kill(*pid, SIGKILL);
-		}
-		usleep(10000);
-	}
-	*pid = 0;
-	return status;
-}
-
-static int call(const char *method, const char *path, json_t *body, json_t **out)
-{
-	int s = bm_client_call(st.sock, method, path, body, out, 10000);
-
-	json_decref(body);
-	return s;
-}
-
-/* Launch a workload (absolute path: the agent runs it from /) with an optional sandbox. */
+/* Launch a workload (NULL-terminated arguments) with an optional sandbox; it must be 201. */
 static void launch(const char *id, json_t *sandbox, const char *wl_name, ...)
 {
-	char path[PATH_MAX];
-	json_t *argv, *req, *e = NULL;
-	const char *a;
+	json_t *req, *e = NULL;
 	va_list ap;
 	int s;
 
-	if (!realpath(wl(wl_name), path))
-		fail_msg("workload %s: %s", wl_name, strerror(errno));
-	argv = json_pack("[s]", path);
 	va_start(ap, wl_name);
-	while ((a = va_arg(ap, const char *)))
-		json_array_append_new(argv, json_string(a));
+	req = vlaunch_req(id, wl_name, ap);
 	va_end(ap);
-	req = json_pack("{s:s, s:o, s:s}", "id", id, "argv", argv, "intent", "prometheus integration");
+	json_object_set_new(req, "intent", json_string("prometheus integration"));
 	if (sandbox)
 		json_object_set_new(req, "sandbox", sandbox);
 	s = call("POST", "/v1/effects", req, &e);
 	if (s != 201)
 		fail_msg("launch %s: status %d", id, s);
 	json_decref(e);
-}
-
-static json_t *wait_final(const char *id, int timeout_ms)
-{
-	static const char *const final[] = { "succeeded", "failed", "cancelled", "killed", "deadline_exceeded" };
-	char path[128];
-	json_t *e = NULL;
-	unsigned int i;
-	int t;
-
-	snprintf(path, sizeof(path), "/v1/effects/%s", id);
-	for (t = 0; t < timeout_ms; t += 20) {
-		json_decref(e);
-		e = NULL;
-		assert_int_equal(call("GET", path, NULL, &e), 200);
-		for (i = 0; i < 5; i++)
-			if (!strcmp(jstr(e, "state"), final[i]))
-				return e;
-		usleep(20000);
-	}
-	fail_msg("%s did not end in %d ms (state %s)", id, timeout_ms, jstr(e, "state"));
-	return NULL;
-}
-
-/* ------------------------------------------------------------- prometheus */
-
-static void prom_start(void)
-{
-	char cfg[2 * PATH_MAX], flag[4][PATH_MAX + 64];
-	uint64_t t0 = now_ns();
-	char *body = NULL;
-	int fd, t;
-
-	snprintf(cfg, sizeof(cfg),
-		 "global:\n  scrape_interval: %ds\n  scrape_timeout: %ds\n  evaluation_interval: %ds\n"
-		 "rule_files:\n  - %s\n"
-		 "scrape_configs:\n  - job_name: burstmeter\n    static_configs:\n"
-		 "      - targets: ['127.0.0.1:%d']\n",
-		 SCRAPE_S, SCRAPE_S, SCRAPE_S, st.rules, st.metrics_port);
-	write_file(st.prom_yml, cfg);
-	snprintf(flag[0], sizeof(flag[0]), "--config.file=%s", st.prom_yml);
-	snprintf(flag[1], sizeof(flag[1]), "--storage.tsdb.path=%s", st.data);
-	snprintf(flag[2], sizeof(flag[2]), "--web.listen-address=127.0.0.1:%d", st.prom_port);
-	/* exemplars from the OpenMetrics scrape: the effect ids of the peak buckets */
-	snprintf(flag[3], sizeof(flag[3]), "--enable-feature=exemplar-storage");
-	st.prom = fork();
-	assert_true(st.prom >= 0);
-	if (!st.prom) {
-		fd = open(st.prom_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		/* below the workloads: the CPU truths are theirs (we run at nice -20) */
-		if (setpriority(PRIO_PROCESS, 0, 10))
-			_exit(126);
-		execl(prometheus, prometheus, flag[0], flag[1], flag[2], flag[3], (char *)NULL);
-		_exit(127);
-	}
-	for (t = 0; t < READY_TIMEOUT_MS; t += 50) {
-		int s = http_get(st.prom_port, "/-/ready", NULL, &body, NULL, 0);
-
-		free(body);
-		if (s == 200) {
-			integ_note("Prometheus ready on 127.0.0.1:%d in %.2f s", st.prom_port,
-				   (double)(now_ns() - t0) / 1e9);
-			return;
-		}
-		if (waitpid(st.prom, NULL, WNOHANG) == st.prom) {
-			st.prom = 0;
-			dump_file("prometheus", st.prom_log);
-			fail_msg("%s exited before it was ready", prometheus);
-		}
-		usleep(50000);
-	}
-	dump_file("prometheus", st.prom_log);
-	fail_msg("Prometheus was not ready in %d ms", READY_TIMEOUT_MS);
-}
-
-/* Poll until the query is one sample of at least `want`, or fail after timeout_ms. */
-static double wait_value(double want, int timeout_ms, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static double wait_value(double want, int timeout_ms, const char *fmt, ...)
-{
-	char expr[4096];
-	double v = NAN;
-	va_list ap;
-	int t;
-
-	va_start(ap, fmt);
-	vsnprintf(expr, sizeof(expr), fmt, ap);
-	va_end(ap);
-	for (t = 0; t < timeout_ms; t += 200) {
-		v = value("%s", expr);
-		if (v >= want)
-			return v;
-		usleep(200000);
-	}
-	fail_msg("%s = %g after %d ms, want >= %g", expr, v, timeout_ms, want);
-	return v;
 }
 
 /* --------------------------------------------------------------- fixtures */
@@ -476,6 +103,7 @@ static const char *dashboards_dir(void)
 static int setup_stack(void **state)
 {
 	char path[PATH_MAX];
+	int err;
 
 	memset(&st, 0, sizeof(st));
 	snprintf(path, sizeof(path), "%s/rules.yaml", dashboards_dir());
@@ -490,44 +118,26 @@ static int setup_stack(void **state)
 	}
 	if (setup(state))
 		return -1;
-	snprintf(st.dir, sizeof(st.dir), "/tmp/bm-prom.XXXXXX");
-	if (!mkdtemp(st.dir)) {
-		print_error("mkdtemp: %s\n", strerror(errno));
+	err = agent_fx_init("prom", "burstmeter-test");
+	if (err) {
+		print_error("mkdtemp: %s\n", strerror(-err));
 		teardown(state);
 		return -1;
 	}
-	snprintf(st.sock, sizeof(st.sock), "%s/api.sock", st.dir);
-	snprintf(st.state, sizeof(st.state), "%s/state", st.dir);
-	snprintf(st.log, sizeof(st.log), "%s/agent.log", st.dir);
-	snprintf(st.cfg, sizeof(st.cfg), "%s/agent.yaml", st.dir);
-	snprintf(st.prom_yml, sizeof(st.prom_yml), "%s/prometheus.yml", st.dir);
-	snprintf(st.prom_log, sizeof(st.prom_log), "%s/prometheus.log", st.dir);
-	snprintf(st.data, sizeof(st.data), "%s/data", st.dir);
-	snprintf(st.pins, sizeof(st.pins), "/sys/fs/bpf/burstmeter-test-%d", (int)getpid());
+	prom_init(ag.dir);
 	return 0;
 }
 
 /* Whatever happened: Prometheus and the agent stopped, pins and the directory removed. */
 static int teardown_stack(void **state)
 {
-	int status, found = 0;
+	int found;
 
-	stop_child(&st.prom, SIGTERM, 10000);
-	status = stop_child(&st.agent, SIGTERM, 10000);
-	if (access(st.pins, F_OK) == 0) {
-		print_error("pins left behind in %s\n", st.pins);
-		rm_rf(st.pins);
-		found++;
-	}
-	if (WIFEXITED(status) && WEXITSTATUS(status)) {
-		print_error("the agent exited %d\n", WEXITSTATUS(status));
-		found++;
-	}
-	if (found || getenv("BM_AGENT_LOG")) {
-		dump_file("agent", st.log);
-		dump_file("prometheus", st.prom_log);
-	}
-	rm_rf(st.dir);
+	stop_child(&prom.pid, SIGTERM, 10000);
+	found = agent_leftovers();
+	if (found || getenv("BM_AGENT_LOG"))
+		dump_file("prometheus", prom.log);
+	rm_rf(ag.dir);
 	return teardown(state) || found ? -1 : 0;
 }
 
@@ -550,7 +160,7 @@ static void check_direct_scrape(const char *const ids[], size_t n_ids)
 	for (i = 0; i < n_ids; i++)	/* no effect id anywhere in 0.0.4 text */
 		if (strstr(text, ids[i]))
 			fail_msg("effect id %s in the 0.0.4 exposition", ids[i]);
-	snprintf(file, sizeof(file), "%s/metrics.prom", st.dir);
+	snprintf(file, sizeof(file), "%s/metrics.prom", ag.dir);
 	write_file(file, text);
 	free(text);
 	if (run_sh("%s check metrics < %s", promtool, file))
@@ -571,7 +181,7 @@ static void check_direct_scrape(const char *const ids[], size_t n_ids)
 	}
 	snprintf(needle, sizeof(needle), "# {effect_id=\"%s-", token);
 	assert_non_null(strstr(text, needle));
-	snprintf(file, sizeof(file), "%s/metrics.om", st.dir);
+	snprintf(file, sizeof(file), "%s/metrics.om", ag.dir);
 	write_file(file, text);
 	free(text);
 	if (run_sh("%s %s %s openmetrics", python, checker, file))
@@ -762,11 +372,11 @@ static void test_prometheus_scrapes_bursts(void **state)
 	double window_s = 0, cpu_s = 0, q99, q99_rule, mean, count, sum, n0, t_start;
 	uint64_t t0 = now_ns();
 	json_t *e;
-	int i, status;
+	int i;
 
-	free_ports(&st.metrics_port, &st.prom_port);
+	free_ports(&st.metrics_port, &prom.port);
 	/* Prometheus first: its target discovery takes ~5 s, while the agent loads the meter */
-	prom_start();
+	prom_start(st.rules, st.metrics_port);
 	agent_start();
 	integ_note("agent up %.1f s after the start", (double)(now_ns() - t0) / 1e9);
 	/* a first scrape, before anything ended: the node-wide series only */
@@ -856,14 +466,8 @@ static void test_prometheus_scrapes_bursts(void **state)
 		   value("scrape_samples_scraped{job=\"burstmeter\"}"));
 
 	/* the end: both stop cleanly, the agent removes its pins, nothing is left */
-	stop_child(&st.prom, SIGTERM, 10000);
-	status = stop_child(&st.agent, SIGTERM, 10000);
-	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-		dump_file("agent", st.log);
-		fail_msg("the agent did not stop cleanly (status %#x)", status);
-	}
-	if (access(st.pins, F_OK) == 0)
-		fail_msg("the agent left its pins in %s", st.pins);
+	stop_child(&prom.pid, SIGTERM, 10000);
+	agent_finish();
 	assert_clean(*state);
 	integ_note("end to end in %.1f s", (double)(now_ns() - t0) / 1e9);
 }
@@ -991,7 +595,7 @@ static void test_prometheus_rules_and_dashboard_promtool(void **state)
 		}
 		assert_true(ds && tenant && tool);
 	}
-	snprintf(file, sizeof(file), "%s/dashboard-exprs.yaml", st.dir);
+	snprintf(file, sizeof(file), "%s/dashboard-exprs.yaml", ag.dir);
 	f = fopen(file, "we");
 	assert_non_null(f);
 	fprintf(f, "groups:\n  - name: dashboard\n    rules:\n");
@@ -1002,7 +606,7 @@ static void test_prometheus_rules_and_dashboard_promtool(void **state)
 		fail_msg("promtool refused a dashboard expression (%s)", file);
 
 	/* the alerts, on synthetic series */
-	snprintf(file, sizeof(file), "%s/rules-test.yaml", st.dir);
+	snprintf(file, sizeof(file), "%s/rules-test.yaml", ag.dir);
 	f = fopen(file, "we");
 	assert_non_null(f);
 	fprintf(f, "rule_files:\n  - %s\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n",

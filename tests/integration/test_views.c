@@ -9,7 +9,7 @@
  * most one core, and a SPIN of 30 ms fills whole 10 ms windows at one core.
  */
 #include "runner.h"
-#include "client.h"
+#include "agent_fx.h"
 
 /* A 30 ms spike covers two whole windows at least: one core, minus an interrupt's worth. */
 #define PEAK_LO 0.85
@@ -25,9 +25,8 @@ static bool tmux_used;
 static struct proc start_cmd(const char *a0, ...)
 {
 	char *argv[MAX_ARGS];
-	struct proc p;
-	int o[2], e[2], n = 0;
 	va_list ap;
+	int n = 0;
 	char *a;
 
 	argv[n++] = (char *)bm_bin;
@@ -36,24 +35,7 @@ static struct proc start_cmd(const char *a0, ...)
 		argv[n++] = a;
 	va_end(ap);
 	argv[n] = NULL;
-	assert_int_equal(pipe2(o, O_CLOEXEC), 0);
-	assert_int_equal(pipe2(e, O_CLOEXEC), 0);
-	p.t0 = now_ns();
-	p.pid = fork();
-	assert_true(p.pid >= 0);
-	if (p.pid == 0) {
-		dup2(o[1], 1);
-		dup2(e[1], 2);
-		execv(bm_bin, argv);
-		_exit(127);
-	}
-	close(o[1]);
-	close(e[1]);
-	p.out = o[0];
-	p.err = e[0];
-	fcntl(p.out, F_SETFL, O_NONBLOCK);
-	fcntl(p.err, F_SETFL, O_NONBLOCK);
-	return p;
+	return start_argv(argv);
 }
 
 /* Collect p into r; f->r is where the background run's result goes. */
@@ -514,88 +496,28 @@ static void test_views_bad_input(void **state)
 
 /* ------------------------------------------------------ the agent's meter */
 
-static struct {
-	pid_t pid;
-	char dir[PATH_MAX], sock[PATH_MAX + 16], pins[PATH_MAX];
-} ag;
-
+/*
+ * An agent of our own, admission off (a busy machine must not queue the
+ * effect); root's tenant is our token.
+ */
 static void agent_start(void)
 {
-	char cfg[PATH_MAX + 16], log[PATH_MAX + 16], state_dir[PATH_MAX + 16];
-	json_t *out = NULL;
-	FILE *c;
-	int i, fd;
-
-	snprintf(ag.dir, sizeof(ag.dir), "/tmp/bm-views.XXXXXX");
-	assert_non_null(mkdtemp(ag.dir));
-	snprintf(ag.sock, sizeof(ag.sock), "%s/api.sock", ag.dir);
-	snprintf(ag.pins, sizeof(ag.pins), "/sys/fs/bpf/bm-views-%d", (int)getpid());
-	snprintf(cfg, sizeof(cfg), "%s/agent.yaml", ag.dir);
-	snprintf(log, sizeof(log), "%s/agent.log", ag.dir);
-	snprintf(state_dir, sizeof(state_dir), "%s/state", ag.dir);
-	c = fopen(cfg, "we");
-	assert_non_null(c);
-	/* admission off: a busy machine must not queue the effect; root's tenant is our token */
-	fprintf(c, "admit_cpu_pressure: 100\nadmit_mem_available: 0\n"
-		   "tenants:\n  - { uid: 0, tenant: %s }\n", token);
-	fclose(c);
-	ag.pid = fork();
-	assert_true(ag.pid >= 0);
-	if (!ag.pid) {
-		fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execl(bm_bin, bm_bin, "agent", "--config", cfg, "--socket", ag.sock, "--state-dir",
-		      state_dir, "--pin-dir", ag.pins, "--metrics", "", (char *)NULL);
-		_exit(127);
-	}
-	for (i = 0; i < 500; i++, usleep(10000)) {
-		if (bm_client_call(ag.sock, "GET", "/v1/healthz", NULL, &out, 1000) == 200)
-			break;
-	}
-	json_decref(out);
-	if (i == 500)
-		fail_msg("the agent did not answer on %s (log %s)", ag.sock, log);
+	assert_int_equal(agent_fx_init("views", "bm-views"), 0);
+	agent_start_cfg("", "admit_cpu_pressure: 100\nadmit_mem_available: 0\n"
+			"tenants:\n  - { uid: 0, tenant: %s }\n", token);
 }
 
-/* Stop the agent we started (it removes its pins when no effect is left); returns leftovers. */
-static int agent_stop(void)
+/* Stop the agent we started, if any, and remove its directory; returns what it left. */
+static int agent_cleanup(void)
 {
-	char cmd[2 * PATH_MAX + 32];
-	int found = 0;
+	int found;
 
-	if (ag.pid > 0) {
-		kill(ag.pid, SIGTERM);
-		waitpid(ag.pid, NULL, 0);
-	}
-	ag.pid = 0;
-	if (ag.pins[0] && !access(ag.pins, F_OK)) {
-		print_error("pins left behind in %s\n", ag.pins);
-		found++;
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", ag.pins, ag.dir);
-	if (ag.dir[0] && system(cmd))
-		print_error("cannot remove %s or %s\n", ag.pins, ag.dir);
-	ag.dir[0] = ag.pins[0] = '\0';
+	if (!ag.dir[0])
+		return 0;
+	found = agent_leftovers();
+	rm_rf(ag.dir);
+	memset(&ag, 0, sizeof(ag));
 	return found;
-}
-
-static void wait_final(const char *id)
-{
-	char path[128];
-	json_t *e = NULL;
-	int t;
-
-	snprintf(path, sizeof(path), "/v1/effects/%s", id);
-	for (t = 0; t < 20000; t += 50, usleep(50000)) {
-		json_decref(e);
-		e = NULL;
-		assert_int_equal(bm_client_call(ag.sock, "GET", path, NULL, &e, 10000), 200);
-		if (strcmp(jstr(e, "state"), "running") && strcmp(jstr(e, "state"), "queued"))
-			break;
-	}
-	assert_string_equal(jstr(e, "state"), "succeeded");
-	json_decref(e);
 }
 
 /*
@@ -608,19 +530,17 @@ static void test_views_agent_meter(void **state)
 {
 	struct res once = { 0 }, js = { 0 }, life = { 0 };
 	struct fx *f = *state;
-	char bin[PATH_MAX], pinned[PATH_MAX + 32];
-	json_t *req, *out = NULL;
+	char pinned[PATH_MAX + 32];
+	json_t *req, *e = NULL;
 	struct proc p1, p2, p3;
 	struct hists h;
 
 	agent_start();
 	snprintf(f->id, sizeof(f->id), "%s-ag", token);
-	assert_non_null(realpath(wl("bm-spike"), bin));
-	req = json_pack("{s:s, s:[s,s,s,s], s:s}", "id", f->id, "argv", bin, "30", "100", "30",
-			"intent", "views");
-	assert_int_equal(bm_client_call(ag.sock, "POST", "/v1/effects", req, &out, 10000), 201);
-	json_decref(req);
-	json_decref(out);
+	req = launch_req(f->id, "bm-spike", "30", "100", "30", NULL);
+	json_object_set_new(req, "intent", json_string("views"));
+	assert_int_equal(call("POST", "/v1/effects", req, &e), 201);
+	json_decref(e);
 	usleep(1200000);
 	p1 = start_cmd("top", "--once", "--pin-dir", ag.pins, NULL);
 	p2 = start_cmd("top", "--json", "--pin-dir", ag.pins, NULL);
@@ -643,8 +563,10 @@ static void test_views_agent_meter(void **state)
 	res_free(&once);
 	res_free(&js);
 	res_free(&life);
-	wait_final(f->id);
-	assert_int_equal(agent_stop(), 0);
+	e = wait_final(f->id, 20000);
+	assert_string_equal(jstr(e, "state"), "succeeded");
+	json_decref(e);
+	assert_int_equal(agent_cleanup(), 0);
 	assert_clean(f);
 }
 
@@ -671,7 +593,7 @@ static int teardown_views(void **state)
 	/* tmux leaves its socket behind when its last session ends */
 	if (tmux_used)
 		unlink(tmux_sock);
-	found += agent_stop();
+	found += agent_cleanup();
 	return teardown(state) || found ? -1 : 0;
 }
 
