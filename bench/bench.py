@@ -5,11 +5,15 @@
 Started by bench/run.sh, which builds the helpers first. Sections:
   kcost   kernel ns per context switch (bpf_stats): burstmeter vs runqlat vs an empty program
   tput    throughput of switch-heavy loads: nothing vs burstmeter vs runqlat
-  launch  start-up of 'burstmeter run -- /bin/true' vs fork/exec, unshare, bwrap
+  launch  start-up of 'burstmeter run -- /bin/true' vs fork/exec, unshare, bwrap; through the
+          agent: client mode, POST -> outcome / exec'd vs fork/exec, submissions per second
   spikes  50 ms memory spikes: burstmeter's peak vs a 1 s sampler of the same runs
+  detect  breach of a pids / memory / CPU ceiling -> action, kernel fast path vs userspace
+  scale   as many effects at once through one agent as fit: its memory, CPU, maps, /metrics
 The table goes to stdout, progress and warnings to stderr.
 """
 import argparse
+import ctypes
 import json
 import os
 import random
@@ -17,7 +21,9 @@ import select
 import re
 import shutil
 import signal
+import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -33,13 +39,17 @@ QUICK = os.environ.get("QUICK", "") not in ("", "0")
 # Rounds: at least *_min, then more up to *_max while the section is within its time
 # budget (*_budget seconds, shared by its loads), so a busy machine still ends in time.
 if QUICK:
-    CFG = dict(k_min=3, k_max=5, k_budget=30, k_pipe=10000, k_sn=40000,
-               t_min=3, t_max=4, t_budget=30, t_pipe=8000, t_sn=40000,
-               launch_runs=20, spikes=8, quiet=10)
+    CFG = dict(k_min=1, k_max=3, k_budget=8, k_pipe=6000, k_sn=25000,
+               t_min=1, t_max=3, t_budget=8, t_pipe=5000, t_sn=25000,
+               launch_runs=6, spikes=2, quiet=5,
+               detect_n=30, detect_ctl_n=0, detect_cpu_peer_n=0, rate_n=30,
+               scale_steps=[200], scale_budget=24)
 else:
-    CFG = dict(k_min=5, k_max=7, k_budget=110, k_pipe=30000, k_sn=120000,
-               t_min=5, t_max=11, t_budget=190, t_pipe=20000, t_sn=80000,
-               launch_runs=40, spikes=24, quiet=60)
+    CFG = dict(k_min=5, k_max=7, k_budget=70, k_pipe=30000, k_sn=120000,
+               t_min=5, t_max=11, t_budget=75, t_pipe=20000, t_sn=80000,
+               launch_runs=30, spikes=16, quiet=30,
+               detect_n=100, detect_ctl_n=10, detect_cpu_peer_n=20, rate_n=200,
+               scale_steps=[1000, 10000], scale_budget=75)
 
 SPIKE_MIB = 256
 SPIKE_HOLD_MS = 50
@@ -97,8 +107,8 @@ def prog_table():
                       p.get("type", "?")) for p in progs}
 
 
-def progs_of(pid):
-    """program ids a process holds, from the prog_id: lines of its fdinfo"""
+def fdinfo_ids(pid, key):
+    """BPF object ids a process holds, from the `key` lines (prog_id:, map_id:) of its fdinfo"""
     ids = set()
     d = f"/proc/{pid}/fdinfo"
     try:
@@ -109,11 +119,15 @@ def progs_of(pid):
         try:
             with open(f"{d}/{f}") as fh:
                 for line in fh:
-                    if line.startswith("prog_id:"):
+                    if line.startswith(key):
                         ids.add(int(line.split()[1]))
         except OSError:
             pass
     return ids
+
+
+def progs_of(pid):
+    return fdinfo_ids(pid, "prog_id:")
 
 
 def descendants(pid):
@@ -219,6 +233,266 @@ class Tmp:
         return os.path.join(cls.dir, name)
 
 
+# ---------------------------------------------------------------- the agent and its API
+class Inotify:
+    """IN_CREATE events of one directory (ctypes: inotify is not in the standard library)"""
+    libc = None
+
+    def __init__(self, path):
+        if Inotify.libc is None:
+            Inotify.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = Inotify.libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if self.fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1")
+        if Inotify.libc.inotify_add_watch(self.fd, path.encode(), 0x100) < 0:   # IN_CREATE
+            err = ctypes.get_errno()
+            os.close(self.fd)
+            raise OSError(err, f"inotify_add_watch {path}")
+
+    def names(self):
+        out = []
+        while True:
+            try:
+                buf = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return out
+            i = 0
+            while i + 16 <= len(buf):
+                _, _, _, n = struct.unpack_from("iIII", buf, i)
+                out.append(buf[i + 16:i + 16 + n].rstrip(b"\0").decode(errors="replace"))
+                i += 16 + n
+
+    def close(self):
+        os.close(self.fd)
+
+
+def http_request(method, path, body=None):
+    """the bytes of one HTTP/1.1 request with a JSON body, the connection closed after it"""
+    data = json.dumps(body).encode() if body is not None else b""
+    return (f"{method} {path} HTTP/1.1\r\nHost: burstmeter\r\nConnection: close\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n").encode() + data
+
+
+def api(sock, method, path, body=None, timeout=30):
+    """one HTTP/1.1 request on the agent's Unix socket: (status, JSON body or None)"""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(sock)
+        s.sendall(http_request(method, path, body))
+        buf = b""
+        while True:
+            chunk = s.recv(1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+    finally:
+        s.close()
+    head, _, payload = buf.partition(b"\r\n\r\n")
+    status = int(head.split()[1]) if head.startswith(b"HTTP/") else -1
+    if b"transfer-encoding: chunked" in head.lower():
+        out, rest = b"", payload
+        while rest:
+            n, _, rest = rest.partition(b"\r\n")
+            n = int(n.split(b";")[0] or b"0", 16)
+            if not n:
+                break
+            out, rest = out + rest[:n], rest[n + 2:]
+        payload = out
+    try:
+        return status, json.loads(payload) if payload.strip() else None
+    except ValueError:
+        return status, None
+
+
+FINAL = ("succeeded", "failed", "cancelled", "killed", "deadline_exceeded")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def proc_status(pid, keys=("VmRSS", "VmHWM")):
+    """kB of the given /proc/PID/status keys"""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                k, _, v = line.partition(":")
+                if k in keys:
+                    out[k] = int(v.split()[0])
+    except OSError:
+        pass
+    return out
+
+
+def proc_cpu_s(pid):
+    """utime + stime of a process, seconds"""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            f = fh.read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+def map_memlock(pid):
+    """sum of bpftool's bytes_memlock over the maps a process holds, and per map name"""
+    out = subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True, text=True)
+    try:
+        maps = json.loads(out.stdout or "[]")
+    except json.JSONDecodeError:
+        maps = []
+    mine = fdinfo_ids(pid, "map_id:")
+    per = {m.get("name", "?"): m.get("bytes_memlock", 0) for m in maps if m.get("id") in mine}
+    return sum(per.values()), per
+
+
+class Agent:
+    """`burstmeter agent` of this bench: its own socket, state, pins, port and config, all
+    temporary. stop() leaves nothing: it waits for the effects to end first (they are
+    this bench's), kills what is left of them by cgroup, and removes pins it left."""
+    n = 0
+
+    def __init__(self, name, max_running=64, max_queued=256, policy=None, nofile=None):
+        Agent.n += 1
+        self.name = name
+        self.dir = Tmp.path(f"agent-{name}")
+        os.makedirs(self.dir, exist_ok=True)
+        self.sock = os.path.join(self.dir, "api.sock")
+        self.pins = f"/sys/fs/bpf/bm-bench-{os.getpid()}-{Agent.n}"
+        self.port = free_port()
+        self.log = os.path.join(self.dir, "agent.log")
+        self.cfg = os.path.join(self.dir, "agent.yaml")
+        with open(self.cfg, "w") as fh:
+            fh.write(f"max_running: {max_running}\nmax_queued: {max_queued}\n"
+                     f"tenant_max_running: {max_running}\nadmit_cpu_pressure: 100\n"
+                     "admit_mem_available: 0\n")
+        self.policy, self.nofile, self.p = policy, nofile, None
+
+    def start(self):
+        argv = [BM, "agent", "--config", self.cfg, "--socket", self.sock, "--state-dir",
+                os.path.join(self.dir, "state"), "--pin-dir", self.pins,
+                "--metrics", f"127.0.0.1:{self.port}"] + (["--policy", self.policy] if self.policy else [])
+        nofile = self.nofile
+
+        def limits():
+            if nofile:
+                import resource
+                hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+                try:   # above the hard limit only with CAP_SYS_RESOURCE
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, max(hard, nofile)))
+                except (ValueError, OSError):
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        logf = open(self.log, "ab")
+        self.p = spawn(argv, stdout=logf, stderr=subprocess.STDOUT, preexec_fn=limits)
+        logf.close()
+        t_end = time.monotonic() + 30
+        while time.monotonic() < t_end:
+            if self.p.poll() is not None:
+                break
+            try:
+                if api(self.sock, "GET", "/v1/healthz", timeout=2)[0] == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.02)
+        why = (f"exited ({self.p.returncode})" if self.p.poll() is not None else "did not answer in 30 s")
+        log_tail = self.tail()
+        self.stop(timeout=0)
+        raise RuntimeError(f"agent {self.name} {why}: {log_tail}")
+
+    def tail(self):
+        try:
+            with open(self.log, errors="replace") as fh:
+                return fh.read()[-400:].strip()
+        except OSError:
+            return ""
+
+    def health(self):
+        try:
+            return api(self.sock, "GET", "/v1/healthz", timeout=10)[1] or {}
+        except OSError:
+            return {}
+
+    def wait_idle(self, timeout):
+        """until nothing runs or waits; False after timeout"""
+        t_end = time.monotonic() + timeout
+        while time.monotonic() < t_end:
+            h = self.health()
+            if h.get("running") == 0 and h.get("queued") == 0:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def metrics(self):
+        """(text of /metrics, seconds the scrape took)"""
+        t0 = time.monotonic()
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=30)
+        try:
+            s.sendall(http_request("GET", "/metrics"))
+            buf = b""
+            while True:
+                chunk = s.recv(1 << 16)
+                if not chunk:
+                    break
+                buf += chunk
+        finally:
+            s.close()
+        return buf.partition(b"\r\n\r\n")[2].decode(errors="replace"), time.monotonic() - t0
+
+    def metric(self, name):
+        m = re.search(rf"^{name}(?:{{[^}}]*}})?\s+([0-9.eE+-]+)$", self.metrics()[0], re.M)
+        return float(m.group(1)) if m else float("nan")
+
+    def effect_cgroups(self):
+        """cgroups of this agent's effects that still exist (ids of this bench: bmb<pid>)"""
+        base = own_cgroup()
+        try:
+            return [os.path.join(base, n) for n in os.listdir(base)
+                    if n.startswith("burstmeter.") and f".bmb{os.getpid()}-" in n]
+        except OSError:
+            return []
+
+    def stop(self, timeout=120):
+        if self.p is None:
+            return
+        if self.p.poll() is None and timeout and not self.wait_idle(timeout):
+            # they are this bench's effects: end them by their cgroups, then the agent ends them too
+            warn(f"agent {self.name}: effects still running after {timeout} s; killing them")
+            for cg in self.effect_cgroups():
+                try:
+                    with open(cg + "/cgroup.kill", "w") as fh:
+                        fh.write("1")
+                except OSError:
+                    pass
+            self.wait_idle(30)
+        rc = end(self.p, signal.SIGTERM, timeout=60)
+        self.p = None
+        if rc not in (0, None):
+            warn(f"agent {self.name} exited {rc}: {self.tail()}")
+        left = self.effect_cgroups()
+        for cg in left:
+            for _ in range(3):
+                try:
+                    with open(cg + "/cgroup.kill", "w") as fh:
+                        fh.write("1")
+                    time.sleep(0.1)
+                    os.rmdir(cg)
+                    break
+                except OSError:
+                    time.sleep(0.2)
+        if left:
+            warn(f"agent {self.name} left {len(left)} effect cgroups (removed)")
+        if os.path.exists(self.pins):
+            warn(f"agent {self.name} left its pins in {self.pins} (removed)")
+            shutil.rmtree(self.pins, ignore_errors=True)
+
+
 # ---------------------------------------------------------------- loads
 def loads(kind):
     n, s = CFG[kind + "_pipe"], CFG[kind + "_sn"]
@@ -232,7 +506,10 @@ def loads(kind):
                     f"stress-ng --switch 2 --switch-ops {s} --timeout 60 --metrics-brief"))
         if kind == "t":
             # unpinned, its 4 tasks run 160k/s with both CPUs free and 57k/s when another
-            # user takes one: bimodal on a shared machine. Pinned, it is steady.
+            # user takes one: bimodal on a shared machine. Pinned, it is steady. (QUICK keeps
+            # only the pinned one: its time goes to the other sections)
+            if QUICK:
+                out.pop()
             out.append(("stress-switch-1cpu", "taskset -c 0 stress-ng --switch 2 "
                         f"--switch-ops {s // 2} --timeout 60 --metrics-brief"))
     else:
@@ -550,29 +827,70 @@ def tput(b, res):
 # ---------------------------------------------------------------- 3. launch
 def launch(b, res):
     bm = BM
-    cmds = [("fork/exec", ["/bin/true"]),
-            ("burstmeter run", [bm, "run", "-q", "--", "/bin/true"]),
-            ("unshare -mpf", ["unshare", "-mpf", "--fork", "/bin/true"])]
-    if shutil.which("bwrap"):
-        cmds.append(("bwrap", ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "/bin/true"]))
-    else:
-        warn("bwrap missing (tools/deps.sh bench installs bubblewrap): its row is skipped")
-    argv = [os.path.join(b, "bench", "bm-launch"), str(CFG["launch_runs"])]
-    for i, (_, c) in enumerate(cmds):
-        argv += ([":::"] if i else []) + c
-    log(f"launch: {CFG['launch_runs']} runs of each of {len(cmds)} commands, alternated")
-    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-    ms = {i: [] for i in range(len(cmds))}
-    bad = {i: 0 for i in range(len(cmds))}
-    for line in out.splitlines():
-        k, r, ns, st = (int(x) for x in line.split())
-        ms[k].append(ns / 1e6)
-        bad[k] += st != 0
-    for k, n in bad.items():
-        if n:
-            warn(f"launch: '{' '.join(cmds[k][1])}' failed {n} of {len(ms[k])} times")
-    res["launch"] = [dict(name=cmds[k][0], cmd=" ".join(cmds[k][1]).replace(BM, "build/burstmeter"),
-                          ms=ms[k]) for k in range(len(cmds))]
+    # through an agent of its own: `run --socket` (client mode) beside the rest, then the API
+    agent = Agent("launch", max_running=max(64, CFG["rate_n"] + 16),
+                  max_queued=max(256, CFG["rate_n"] + 16)).start()
+    try:
+        cmds = [("fork/exec", ["/bin/true"]),
+                ("burstmeter run", [bm, "run", "-q", "--standalone", "--", "/bin/true"]),
+                ("run --socket", [bm, "run", "-q", "--socket", agent.sock, "--", "/bin/true"]),
+                ("unshare -mpf", ["unshare", "-mpf", "--fork", "/bin/true"])]
+        if shutil.which("bwrap"):
+            cmds.append(("bwrap", ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "/bin/true"]))
+        else:
+            warn("bwrap missing (tools/deps.sh bench installs bubblewrap): its row is skipped")
+        argv = [os.path.join(b, "bench", "bm-launch"), str(CFG["launch_runs"])]
+        for i, (_, c) in enumerate(cmds):
+            argv += ([":::"] if i else []) + c
+        log(f"launch: {CFG['launch_runs']} runs of each of {len(cmds)} commands, alternated")
+        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        ms = {i: [] for i in range(len(cmds))}
+        bad = {i: 0 for i in range(len(cmds))}
+        for line in out.splitlines():
+            k, r, ns, st = (int(x) for x in line.split())
+            ms[k].append(ns / 1e6)
+            bad[k] += st != 0
+        for k, n in bad.items():
+            if n:
+                warn(f"launch: '{' '.join(cmds[k][1])}' failed {n} of {len(ms[k])} times")
+        res["launch"] = [dict(name=cmds[k][0], cmd=" ".join(cmds[k][1]).replace(BM, "build/burstmeter")
+                              .replace(agent.sock, "S"), ms=ms[k]) for k in range(len(cmds))]
+
+        # the API from C: POST -> outcome and POST -> exec'd, against fork/exec of the same
+        dbin, stampf = os.path.join(b, "bench", "bm-detect"), Tmp.path("launch.stamp")
+        agentc = os.path.join(b, "bench", "bm-agentc")
+        rounds = CFG["launch_runs"]
+        log(f"launch: {rounds} rounds of POST /v1/effects vs fork/exec (/bin/true, and to the exec)")
+        p = subprocess.run([agentc, agent.sock, "launch", str(rounds), f"bmb{os.getpid()}-l", dbin, stampf],
+                           capture_output=True, text=True)
+        if p.returncode:
+            warn(f"launch: bm-agentc launch exited {p.returncode}: {p.stderr.strip()[-300:]}")
+        api_ms = {k: [] for k in ("fork", "post_end", "fork_exec", "post_exec", "post")}
+        names = {"0": "fork", "1": "post_end", "2": "fork_exec", "3": "post_exec"}
+        for line in p.stdout.splitlines():
+            f = line.split()
+            if f[0] == "post":
+                api_ms["post"].append(int(f[2]) / 1e6)
+            elif f[0] in names:
+                api_ms[names[f[0]]].append(int(f[2]) / 1e6)
+                if f[3] != "0":
+                    warn(f"launch: API run kind {f[0]} round {f[1]} status {f[3]}")
+        res["launch_api"] = api_ms
+
+        n = CFG["rate_n"]
+        log(f"launch: {n} POSTs of /bin/true as fast as the agent takes them, until all end")
+        p = subprocess.run([agentc, agent.sock, "rate", str(n), f"bmb{os.getpid()}-r"],
+                           capture_output=True, text=True)
+        m = re.search(r"rate (\d+) (\d+) (\d+) (\d+) (\d+)", p.stdout)
+        if m:
+            n, posted, done, ok, refused = (int(x) for x in m.groups())
+            res["launch_rate"] = dict(n=n, posted=posted / 1e9, done=done / 1e9, ok=ok, refused=refused)
+            if refused:
+                warn(f"launch: the agent refused {refused} of {n} submissions")
+        else:
+            warn(f"launch: bm-agentc rate said nothing: {p.stderr.strip()[-300:]}")
+    finally:
+        agent.stop()
 
 
 # ---------------------------------------------------------------- 4. memory spikes
@@ -698,6 +1016,485 @@ def spikes(b, res):
                          f"RANDOM_MS {SPIKE_MIB} {SPIKE_HOLD_MS} {SPIKE_TOTAL_MS} WARM_PID")
 
 
+# ---------------------------------------------------------------- 5. detection -> action
+DETECT_PIDS = 32            # --pids
+DETECT_MIB = 128            # --memory, MiB
+DETECT_CPU_S = "0.1"        # bm-detect cpu: seconds of spinning after the window edge
+CPU_POLICY = """# bench: freeze an effect whose window goes over 1 core (bm-detect-cpu only)
+cooldown_ms: 50
+freeze_timeout_ms: 1000
+rules:
+  - match: { tool: bm-detect-cpu }
+    cpu: { hard: 1.0, steps: [freeze] }
+"""
+NTRIAL = [0]
+
+
+def trial_id(kind):
+    NTRIAL[0] += 1
+    return f"bmb{os.getpid()}-{kind}{NTRIAL[0]}"
+
+
+def new_stamp():
+    f = Tmp.path("detect.stamp")
+    with open(f, "wb") as fh:
+        fh.write(b"\0" * 4096)
+    return f
+
+
+STAMP = ("exec", "cross", "refused", "edge", "frozen", "thawed", "forks", "done", "rss_at_cross",
+         "mib_per_s", "cpu_max_us")
+
+
+def read_stamp(f):
+    with open(f, "rb") as fh:
+        return dict(zip(STAMP, struct.unpack(f"{len(STAMP)}q", fh.read(8 * len(STAMP)))))
+
+
+def watch_run(argv, ino, cg_name, rfd=None, timeout=30):
+    """run argv (burstmeter run ...) to its end while watching, at real-time priority, for
+    the effect's cgroup to appear (inotify: the effect's clock starts right after its mkdir)
+    and for EOF on rfd (the effect's last process gone). Returns (rc, stderr, t_mk, t_end)."""
+    ino.names()
+    p = spawn(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    po = select.poll()
+    po.register(ino.fd, select.POLLIN)
+    po.register(p.stderr.fileno(), select.POLLIN)
+    if rfd is not None:
+        po.register(rfd, select.POLLIN)
+    t_mk = t_end = None
+    err = b""
+    deadline = time.monotonic() + timeout
+    fifo = set_fifo(True)   # after the spawn: burstmeter and its effect do not inherit it
+    try:
+        while True:
+            evs = po.poll(20)
+            now = time.monotonic_ns()
+            for fd, ev in evs:
+                if fd == ino.fd:
+                    if cg_name in ino.names() and t_mk is None:
+                        t_mk = now
+                elif fd == rfd:
+                    if ev & select.POLLHUP:
+                        t_end = t_end or now
+                        po.unregister(rfd)
+                    elif ev & select.POLLIN:
+                        os.read(rfd, 4096)
+                elif ev & (select.POLLIN | select.POLLHUP):
+                    chunk = os.read(fd, 65536)
+                    err += chunk
+                    if not chunk:
+                        po.unregister(fd)
+            if p.poll() is not None:
+                break
+            if time.monotonic() > deadline:
+                for pid in descendants(p.pid)[1:]:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                end(p)
+                raise RuntimeError(f"still running after {timeout} s: {' '.join(argv)}")
+    finally:
+        if fifo:
+            set_fifo(False)
+    if rfd is not None and t_end is None:
+        for fd, ev in po.poll(0):
+            if fd == rfd and ev & select.POLLHUP:
+                t_end = time.monotonic_ns()
+    err += p.stderr.read() or b""
+    return end(p), err.decode(errors="replace"), t_mk, t_end
+
+
+def detect_trial(kind, flags, ino, dbin, cpu_bin=None, policy=None):
+    """one standalone `burstmeter run` of a bm-detect workload at its ceiling"""
+    tid = trial_id(kind[0])
+    stampf, outf = new_stamp(), Tmp.path("detect.json")
+    if os.path.exists(outf):
+        os.unlink(outf)
+    rfd = None
+    if kind == "cpu":
+        lim, cmd = ["--policy", policy], [cpu_bin, "cpu", stampf, DETECT_CPU_S, "2", "10"]
+    else:
+        fifo = Tmp.path("detect.fifo")
+        if os.path.exists(fifo):
+            os.unlink(fifo)
+        os.mkfifo(fifo)
+        rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        if kind == "pids":
+            lim, cmd = ["--pids", str(DETECT_PIDS)], [dbin, "pids", stampf, fifo, str(DETECT_PIDS), "2"]
+        else:
+            lim, cmd = ([f"--memory", f"{DETECT_MIB}M"],
+                        [dbin, "mem", stampf, fifo, str(DETECT_MIB), str(4 * DETECT_MIB)])
+    argv = [BM, "run", "-q", "--id", tid, "--outcome", outf] + lim + flags + ["--"] + cmd
+    try:
+        rc, err, t_mk, t_end = watch_run(argv, ino, f"burstmeter.default.{tid}", rfd)
+    finally:
+        if rfd is not None:
+            os.close(rfd)
+    try:
+        with open(outf) as fh:
+            o = json.load(fh)
+    except (OSError, ValueError) as e:
+        warn(f"detect {kind} {' '.join(flags)}: no outcome ({e}); rc {rc}: {err.strip()[-300:]}")
+        return None
+    return judge(kind, o, read_stamp(stampf), t_mk, t_end, " ".join(flags) or "(default)")
+
+
+def judge(kind, o, st, t_mk, t_end, what):
+    """the figures of one trial, in ms, from the outcome and the stamps"""
+    acts = o.get("actions") or []
+    want = {"pids": ("kill",), "mem": ("kill",), "cpu": ("freeze",)}[kind]
+    act = next((a for a in acts if a.get("action") in want), None)
+    reason = (o.get("termination") or {}).get("reason")
+    r = dict(reason=reason, by=(o.get("termination") or {}).get("by"), act=None,
+             spawn=(st["exec"] - t_mk) / 1e6 if t_mk and st["exec"] else None,
+             at_ms=act["at_ms"] if act else None, wall_ms=(o.get("wall_seconds") or 0) * 1e3)
+    if kind == "cpu":
+        # the breach: the first instant the hog's CPU time within one window passed it
+        t0 = st["cross"]
+        r["nobreach"] = not t0
+        r["seen"] = (st["frozen"] - t0) / 1e6 if st["frozen"] and t0 else None
+        r["cross_edge"] = (t0 - st["edge"]) / 1e6 if t0 else None
+        r["edge"] = (t_mk + act["at_ms"] * 1e6 - st["edge"]) / 1e6 if act and t_mk else None
+        if r["nobreach"]:
+            # a busy machine never gave it more than one core in a window: nothing to act on
+            # (a freeze anyway: the meter's count and the hog's differ at the margin; counted)
+            r["unasked"] = bool(act)
+            return r
+        if not act:
+            # over 1.0 core by the hog's count but not frozen: at the margin (the meter's
+            # count and the hog's may differ by a tick), or clearly over: a miss
+            r["missed"] = True
+            r["max_cores"] = st["cpu_max_us"] * 1000 / 10e6
+            if r["max_cores"] > 1.1:
+                warn(f"detect cpu {what}: {r['max_cores']:.2f} cores in a window by the hog's count, "
+                     "and no freeze")
+            return r
+    else:
+        # the breach: the first fork a v1 pids.max refused, else the step past the ceiling
+        t0 = st["refused"] or st["cross"]
+        r["end"] = (t_end - t0) / 1e6 if t_end and t0 else None
+        r["peak"] = (o.get("peak") or {}).get("pids" if kind == "pids" else "memory_bytes")
+        r["rate"] = st["mib_per_s"]
+        want_reason = "pids_ceiling" if kind == "pids" else "memory_ceiling"
+        if reason != want_reason:
+            # the evidence, since the outcome file goes with the temporary directory
+            warn(f"detect {kind} {what}: ended '{reason}', not '{want_reason}': wall_seconds "
+                 f"{o.get('wall_seconds')}, peak {json.dumps(o.get('peak'))}, actions "
+                 f"{json.dumps(acts)}, exit {json.dumps(o.get('exit'))}, meter {json.dumps(o.get('meter'))}, "
+                 f"breach stamped {'yes' if t0 else 'no'} at +{(t0 - st['exec']) / 1e6 if t0 else 0:.1f} ms "
+                 f"after exec, {st['forks']} forks")
+            r["wrong_end"] = True
+    r["t0_seen"] = bool(t0)
+    if act and t0 and t_mk:
+        r["act"] = (t_mk + act["at_ms"] * 1e6 - t0) / 1e6
+        # what the outcome alone says: at_ms from the effect's start, minus the breach
+        # measured from the command's exec (so it includes the spawn: an upper bound)
+        r["ub"] = act["at_ms"] - (t0 - st["exec"]) / 1e6
+        r["observed"] = act.get("observed")
+    else:
+        r["act"] = None
+        # a v1 controller's OOM kill may end the effect before the ladder acts: not a failure
+        r["oom_first"] = not act and what == "(default)" and r["by"] == "kernel"
+        if not act and not r["oom_first"]:
+            warn(f"detect {kind} {what}: no {want[0]} action in the outcome ({reason})")
+    return r
+
+
+def post_watch(sock, body, ino, cg_name, timeout=30):
+    """POST /v1/effects while watching for the effect's cgroup: (status, t_mk)"""
+    ino.names()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sock)
+    s.sendall(http_request("POST", "/v1/effects", body))
+    po = select.poll()
+    po.register(ino.fd, select.POLLIN)
+    po.register(s.fileno(), select.POLLIN)
+    buf, t_mk, done = b"", None, False
+    deadline = time.monotonic() + timeout
+    fifo = set_fifo(True)
+    try:
+        while not done and time.monotonic() < deadline:
+            for fd, ev in po.poll(50):
+                now = time.monotonic_ns()
+                if fd == ino.fd:
+                    if cg_name in ino.names() and t_mk is None:
+                        t_mk = now
+                else:
+                    chunk = s.recv(1 << 16)
+                    buf += chunk
+                    done = not chunk
+    finally:
+        if fifo:
+            set_fifo(False)
+        s.close()
+    if t_mk is None and cg_name in ino.names():
+        t_mk = time.monotonic_ns()
+    head = buf.partition(b"\r\n\r\n")[0]
+    return (int(head.split()[1]) if head.startswith(b"HTTP/") else -1), t_mk
+
+
+def agent_cpu_trial(agent, ino, cpu_bin):
+    tid = trial_id("c")
+    stampf = new_stamp()
+    st, t_mk = post_watch(agent.sock, {"id": tid, "argv": [cpu_bin, "cpu", stampf, DETECT_CPU_S, "2", "10"]},
+                          ino, f"burstmeter.uid-0.{tid}")
+    if st not in (201, 202):
+        warn(f"detect cpu: POST answered {st}")
+        return None
+    t_end = time.monotonic() + 30
+    while time.monotonic() < t_end:
+        code, e = api(agent.sock, "GET", f"/v1/effects/{tid}")
+        if code == 200 and e.get("state") in FINAL:
+            if not isinstance(e.get("outcome"), dict):
+                break
+            return judge("cpu", e["outcome"], read_stamp(stampf), t_mk, None, "agent")
+        time.sleep(0.02)
+    warn(f"detect cpu: no outcome for {tid}")
+    return None
+
+
+def detect(b, res):
+    dbin = os.path.join(b, "bench", "bm-detect")
+    cpu_bin = Tmp.path("bm-detect-cpu")     # the policy's rule matches this tool name
+    if not os.path.exists(cpu_bin):
+        os.symlink(dbin, cpu_bin)
+    policy = Tmp.path("cpu-policy.yaml")
+    with open(policy, "w") as fh:
+        fh.write(CPU_POLICY)
+    ino = Inotify(own_cgroup())
+    out = res["detect"] = {}
+    t0 = time.monotonic()
+    try:
+        confs = [("fast", ["--meter-only"]), ("user", ["--meter-only", "--no-fast-path"]), ("ctl", [])]
+        for kind in ("pids", "mem"):
+            rows = {c: [] for c, _ in confs}
+            n, nctl = CFG["detect_n"], CFG["detect_ctl_n"]
+            log(f"detect {kind}: {n} trials each of the fast path and --no-fast-path (--meter-only), "
+                f"{nctl} with the v1 controller, alternated")
+            for r in range(n):
+                for c, flags in rotate(confs, r):
+                    if c == "ctl" and r >= nctl:
+                        continue
+                    t = detect_trial(kind, flags, ino, dbin)
+                    if t:
+                        rows[c].append(t)
+                if (r + 1) % 10 == 0 or r + 1 == n:
+                    log(f"detect {kind} {r + 1}/{n}: breach -> action p50 " + ", ".join(
+                        f"{c} {median([x['act'] for x in v if x['act'] is not None]):.1f} ms"
+                        for c, v in rows.items() if v))
+            out[kind] = rows
+            log(f"detect {kind} took {time.monotonic() - t0:.0f} s")
+            t0 = time.monotonic()
+        # the CPU ladder through the agent (its policy for every effect; cheap trials: no BPF
+        # load each), and a few standalone `run --policy` beside it
+        agent = Agent("detect", policy=policy).start()
+        rows = {"agent": [], "run": []}
+        try:
+            n, npeer = CFG["detect_n"], CFG["detect_cpu_peer_n"]
+            want = {"agent": n, "run": npeer}
+            counted = lambda c: sum(1 for x in rows[c] if x.get("act") is not None)
+            log(f"detect cpu: {n} trials through the agent, {npeer} standalone (run --policy), alternated "
+                "(a trial the busy machine kept under 1.0 core is run again, up to 1.5 times as many)")
+            for r in range(int(1.5 * n)):
+                todo = [c for c in ("agent", "run") if counted(c) < want[c] and len(rows[c]) < 1.5 * want[c]]
+                if not todo:
+                    break
+                for c in rotate(todo, r):
+                    t = (agent_cpu_trial(agent, ino, cpu_bin) if c == "agent" else
+                         detect_trial("cpu", [], ino, dbin, cpu_bin, policy))
+                    if t:
+                        rows[c].append(t)
+                if (r + 1) % 20 == 0:
+                    log(f"detect cpu round {r + 1}: breach -> freeze p50 " + ", ".join(
+                        f"{c} {median([x['act'] for x in v if x['act'] is not None]):.1f} ms "
+                        f"({counted(c)} counted)" for c, v in rows.items() if v))
+            for c in ("agent", "run"):
+                if counted(c) < want[c]:
+                    warn(f"detect cpu {c}: only {counted(c)} of {len(rows[c])} trials went over 1.0 core "
+                         f"(wanted {want[c]}): the machine was busy")
+        finally:
+            agent.stop()
+        out["cpu"] = rows
+        log(f"detect cpu took {time.monotonic() - t0:.0f} s")
+    finally:
+        ino.close()
+
+
+# ---------------------------------------------------------------- 7. scale
+def scale(b, res):
+    out = res["scale"] = []
+    agentc = os.path.join(b, "bench", "bm-agentc")
+    # copies, like burstmeter's: a rebuild during the run changes nothing
+    sleeper, spike = Tmp.path("bm-sleeper"), Tmp.path("bm-spike")
+    shutil.copy2(os.path.join(b, "workloads", "bm-sleeper"), sleeper)
+    shutil.copy2(os.path.join(b, "workloads", "bm-spike"), spike)
+    import resource
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    t_sec = time.monotonic()
+    prev = None
+    for n in CFG["scale_steps"]:
+        left = CFG["scale_budget"] - (time.monotonic() - t_sec)
+        want = n
+        if prev and prev.get("running"):
+            # what fits: the time at the rate the last step ended with, the agent's fds (the
+            # hard RLIMIT_NOFILE: raising it needs CAP_SYS_RESOURCE), the node's memory
+            prog = prev.get("progress") or []
+            rate = ((prog[-1][0] - prog[-2][0]) / (prog[-1][1] - prog[-2][1]) if len(prog) >= 2
+                    else prev["posted"] / prev["submit_s"])
+            per_fd = (prev["fds"] - 64) / prev["running"]
+            per_mem = prev["mem_used"] / prev["running"]
+            limits = {"time": int(rate * max(0.0, 0.6 * left - 7)),
+                      "fds": int((nofile - 256) / max(1.0, per_fd)),
+                      "memory": int(0.5 * meminfo("MemAvailable") * 1024 / max(1.0, per_mem))}
+            why = min(limits, key=limits.get)
+            if limits[why] < n:
+                want = limits[why]
+                reason = (f"{n} do not fit: at the last step's {rate:.0f}/s, {per_fd:.1f} fds and "
+                          f"{per_mem / 2**20:.1f} MiB per effect, the {why} allows ~{limits[why]} "
+                          f"(time {limits['time']}, fds {limits['fds']} of RLIMIT_NOFILE {nofile}, "
+                          f"memory {limits['memory']})")
+                if want <= prev["n"]:
+                    warn(f"scale {n}: not run: {reason}")
+                    out.append(dict(n=n, skipped=reason))
+                    continue
+                warn(f"scale {n}: {reason}: running {want} instead")
+        if left < 20:
+            warn(f"scale {n}: not run, the section's time budget ({CFG['scale_budget']} s) is spent")
+            out.append(dict(n=n, skipped="time budget spent"))
+            continue
+        prev = scale_step(want, left, agentc, sleeper, spike, nofile)
+        prev["asked"] = n
+        out.append(prev)
+
+
+def scale_step(n, budget, agentc, sleeper, spike, nofile):
+    """up to n effects at once through one agent, within budget seconds"""
+    hold_ms, settle = 3000, 3.0
+    agent = Agent(f"scale{n}", max_running=n + 64, max_queued=n + 64, nofile=nofile).start()
+    r = dict(n=n, nofile=nofile)
+    sub = None
+    try:
+        pid = agent.p.pid
+        r["rss0"] = proc_status(pid).get("VmRSS", 0)
+        r["cpu0"] = proc_cpu_s(pid)
+        r["memlock0"] = map_memlock(pid)[0]
+        lost0 = agent.metric("burstmeter_meter_lost_records_total")
+        # the agent's pace now, from 20 effects of /bin/true: every sleeper is to end at about
+        # the same time, when twice that pace would have posted them all plus hold_ms
+        p = subprocess.run([agentc, agent.sock, "rate", "20", f"bmb{os.getpid()}-p{n}"],
+                           capture_output=True, text=True)
+        m = re.search(r"rate (\d+) (\d+) (\d+)", p.stdout)
+        r["probe_rate"] = int(m.group(1)) / (int(m.group(2)) / 1e9) if m else 10.0
+        mem0 = meminfo("MemAvailable")
+        # submissions stop at the deadline; everything ends about hold_ms after it (or after
+        # the last submission): the drain that follows has the rest of the budget
+        t0 = time.monotonic_ns()
+        window = min(max(5.0, 0.6 * budget - hold_ms / 1e3 - settle), 2.0 * n / r["probe_rate"])
+        deadline = t0 + int(window * 1e9)
+        target = deadline + hold_ms * 1000000
+        spike_every = max(50, n // 40)   # at most ~40 bursting effects: 2 ms each 100 ms
+        log(f"scale {n}: submitting (bm-sleeper, every {spike_every}th bm-spike) for at most "
+            f"{(deadline - t0) / 1e9:.0f} s, all overlapping until they end together")
+        p = sub = spawn([agentc, agent.sock, "submit", str(n), f"bmb{os.getpid()}-s{n}", str(target),
+                         str(hold_ms), str(spike_every), sleeper, spike, str(deadline)], stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+        min_mem, prog = mem0, []
+        while p.poll() is None:
+            time.sleep(0.5)
+            min_mem = min(min_mem, meminfo("MemAvailable"))
+        sub_out, sub_err = p.communicate()
+        end(p)
+        for line in sub_out.splitlines():
+            f = line.split()
+            if f[0] == "progress":
+                prog.append((int(f[1]), int(f[2]) / 1e9))
+            elif f[0] == "submit":
+                r["posted"], r["submit_s"], r["ok"], r["refused"] = int(f[1]), int(f[2]) / 1e9, int(f[3]), int(f[4])
+        if "posted" not in r:
+            raise RuntimeError(f"scale {n}: bm-agentc submit said nothing: {sub_err.strip()[-300:]}")
+        if r["refused"]:
+            warn(f"scale {n}: {r['refused']} submissions refused: {sub_err.strip()[-300:]}")
+        if r["posted"] < n:
+            warn(f"scale {n}: {r['posted']} of {n} submitted in the {(deadline - t0) / 1e9:.0f} s this step "
+                 "had for submissions (the agent slowed down as effects piled up)")
+        r["progress"] = prog
+        # at the peak: everything submitted is running, sleeping until the target
+        h = agent.health()
+        r["running"] = h.get("running", 0)
+        st = proc_status(pid)
+        r["rss"], r["fds"] = st.get("VmRSS", 0), len(os.listdir(f"/proc/{pid}/fd"))
+        r["memlock"], r["memlock_per"] = map_memlock(pid)
+        r["shims_pss"] = shims_pss(pid)
+        scrapes = []
+        for _ in range(10):
+            if shutil.which("curl"):
+                c = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{time_total}",
+                                    f"http://127.0.0.1:{agent.port}/metrics"], capture_output=True, text=True)
+                try:
+                    scrapes.append(float(c.stdout) * 1e3)
+                except ValueError:
+                    pass
+            else:   # (tools/deps.sh does not install curl) the same GET from here
+                scrapes.append(agent.metrics()[1] * 1e3)
+        r["scrape_ms"] = scrapes
+        r["mem_used"] = (mem0 - min(min_mem, meminfo("MemAvailable"))) * 1024
+        if time.monotonic_ns() > target:
+            warn(f"scale {n}: the peak was measured after the first effects began to end")
+        log(f"scale {n}: {r['posted']} submitted in {r['submit_s']:.1f} s, {r['running']} running; agent "
+            f"RSS {r['rss'] / 1024:.0f} MiB, {r['fds']} fds, maps {r['memlock'] / 2**20:.1f} MiB, "
+            f"/metrics {median(scrapes):.1f} ms")
+        # the drain: every effect ends about now; until the agent has finished them all
+        t_drain = time.monotonic()
+        ok = agent.wait_idle(max(30.0, budget - (time.monotonic_ns() - t0) / 1e9))
+        r["drain_s"] = time.monotonic() - max(t_drain, target / 1e9)
+        if not ok:
+            warn(f"scale {n}: effects still running at the end of the budget")
+        r["hwm"] = proc_status(pid).get("VmHWM", 0)
+        r["cpu"] = proc_cpu_s(pid) - r["cpu0"]
+        r["wall"] = (time.monotonic_ns() - t0) / 1e9
+        r["lost"] = agent.metric("burstmeter_meter_lost_records_total") - lost0
+        r["memlock_end"] = map_memlock(pid)[0]
+        log(f"scale {n}: drained in {r['drain_s']:.1f} s; agent CPU {r['cpu']:.1f} s over "
+            f"{r['wall']:.0f} s, VmHWM {r['hwm'] / 1024:.0f} MiB, lost records {r['lost']:.0f}")
+    finally:
+        if sub is not None and sub.poll() is None:
+            end(sub)   # no new effects while the agent stops
+        agent.stop(timeout=60)
+    return r
+
+
+def meminfo(key):
+    with open("/proc/meminfo") as fh:
+        for line in fh:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def shims_pss(agent_pid):
+    """kB: the proportional set size of the agent's children (the effects' shims)"""
+    tot, n = 0, 0
+    try:
+        kids = set()
+        for t in os.listdir(f"/proc/{agent_pid}/task"):
+            with open(f"/proc/{agent_pid}/task/{t}/children") as fh:
+                kids |= {int(x) for x in fh.read().split()}
+    except OSError:
+        return (0, 0)
+    for k in kids:
+        try:
+            with open(f"/proc/{k}/smaps_rollup") as fh:
+                for line in fh:
+                    if line.startswith("Pss:"):
+                        tot += int(line.split()[1])
+                        n += 1
+        except OSError:
+            pass
+    return (tot, n)
+
+
 # ---------------------------------------------------------------- the table
 def table(res, b, meta):
     W = []
@@ -735,12 +1532,42 @@ def table(res, b, meta):
     if res.get("launch"):
         L = res["launch"]
         bm = next(x for x in L if x["name"] == "burstmeter run")
+        cl = next((x for x in L if x["name"] == "run --socket"), None)
+        fk = next((x for x in L if x["name"] == "fork/exec"), None)
         fmt = lambda x: f"{median(x['ms']):.1f} ms, p90 {pctl(x['ms'], 90):.1f}"
         for x in L:
-            if x is bm:
+            if x is bm or x is cl:
                 continue
             row(f"launch /bin/true, n={len(bm['ms'])}", fmt(bm), x["name"], fmt(x),
                 f"{median(bm['ms']) / median(x['ms']):.1f}", f"{bm['cmd']}  |  {x['cmd']}")
+        if cl:
+            row(f"launch /bin/true, client mode, n={len(cl['ms'])}", fmt(cl), "run --standalone", fmt(bm),
+                f"{median(cl['ms']) / median(bm['ms']):.2f}", f"{cl['cmd']}  |  {bm['cmd']}")
+            if fk:
+                row("  client mode vs fork/exec", fmt(cl), "fork/exec", fmt(fk),
+                    f"{median(cl['ms']) / median(fk['ms']):.1f}", f"agent of this bench at S")
+    if res.get("launch_api"):
+        A = res["launch_api"]
+        fmt = lambda x: f"{median(x):.1f} ms, p90 {pctl(x, 90):.1f}" if x else "n/a"
+
+        def vs(a, b):
+            if not a or not b:
+                return "n/a"
+            return f"{median(a) / median(b):.1f} (+{median(a) - median(b):.1f} ms)"
+        row(f"agent: POST -> outcome, n={len(A['post_end'])}", fmt(A["post_end"]), "fork/exec+wait",
+            fmt(A["fork"]), vs(A["post_end"], A["fork"]),
+            "POST /v1/effects {argv: [/bin/true]}, then GET /v1/effects/ID/events to the outcome line  |  "
+            "fork, exec /bin/true, waitpid (build/bench/bm-agentc launch, alternated)")
+        row("  POST -> command exec'd (goal: +1 ms)", fmt(A["post_exec"]), "fork -> exec'd",
+            fmt(A["fork_exec"]), vs(A["post_exec"], A["fork_exec"]),
+            "command: build/bench/bm-detect stamp FILE (CLOCK_MONOTONIC at its start)")
+        row("  POST round trip (201)", fmt(A["post"]), "", "", "", "")
+    if res.get("launch_rate"):
+        R = res["launch_rate"]
+        row(f"agent: submissions/s, {R['n']} x /bin/true", f"{R['n'] / R['posted']:.0f}/s", "all ended",
+            f"{R['n'] / R['done']:.0f}/s", "",
+            f"POSTs one after another (bm-agentc rate): posted in {R['posted']:.1f} s, all ended after "
+            f"{R['done']:.1f} s; max_running {max(64, CFG['rate_n'] + 16)}")
     if res.get("spikes") and res["spikes"]["rows"]:
         s = res["spikes"]
         rows = s["rows"]
@@ -763,6 +1590,130 @@ def table(res, b, meta):
                      "counter is not there (hybrid host: no v2 memory controller). 'expect' = "
                      "median time within 10 % of the peak / 1 s.")
 
+    D = res.get("detect") or {}
+
+    def vals(rows, key):
+        return [x[key] for x in rows if x.get(key) is not None]
+
+    def pp(xs):
+        return f"p50 {pctl(xs, 50):.1f}, p99 {pctl(xs, 99):.1f} ms" if xs else "n/a"
+
+    def r99(a, b):
+        return f"{pctl(a, 99) / pctl(b, 99):.2f} (p99)" if a and b and pctl(b, 99) > 0 else ""
+    verdicts = []
+    for kind, label in (("pids", f"tasks > {DETECT_PIDS}"), ("mem", f"memory > {DETECT_MIB} MiB")):
+        R = D.get(kind)
+        if not R or not (R["fast"] or R["user"]):
+            continue
+        f, u, c = R["fast"], R["user"], R["ctl"]
+        lim = f"--pids {DETECT_PIDS}" if kind == "pids" else f"--memory {DETECT_MIB}M"
+        wl = (f"bm-detect pids STAMP FIFO {DETECT_PIDS} 2" if kind == "pids" else
+              f"bm-detect mem STAMP FIFO {DETECT_MIB} {4 * DETECT_MIB}")
+        wrong = {c: sum(1 for x in R[c] if x.get("wrong_end")) for c in R}
+        row(f"detect {label}: breach -> kill, n={len(f)}", pp(vals(f, "act")), "--no-fast-path",
+            pp(vals(u, "act")), r99(vals(f, "act"), vals(u, "act")),
+            f"build/burstmeter run --meter-only [--no-fast-path] {lim} -- build/bench/{wl}"
+            + "".join(f"; {wrong[c]} of {len(R[c])} {name} trials NOT stopped at the ceiling (warnings)"
+                      for c, name in (("fast", "fast-path"), ("user", "--no-fast-path"), ("ctl", "default"))
+                      if wrong.get(c)))
+        row("  breach -> last task gone", pp(vals(f, "end")), "--no-fast-path", pp(vals(u, "end")),
+            r99(vals(f, "end"), vals(u, "end")), "EOF of a FIFO every process of the effect holds open; "
+            f"the outcome's wall_seconds: {pp(vals(f, 'wall_ms'))} | {pp(vals(u, 'wall_ms'))}")
+        if kind == "pids":
+            row("  tasks at the kill (peak.pids)", spread(vals(f, "peak")), "--no-fast-path",
+                spread(vals(u, "peak")), "", f"ceiling {DETECT_PIDS}")
+        else:
+            ov = lambda rows: [(x - (DETECT_MIB << 20)) / 2**20 for x in vals(rows, "peak")]
+            row("  overshoot: peak.memory_bytes - 128 MiB", spread(ov(f), "{:.1f}") + " MiB", "--no-fast-path",
+                spread(ov(u), "{:.1f}") + " MiB", "",
+                f"filled at {spread(vals(f + u, 'rate'))} MiB/s (huge pages, warm: see README)")
+        row("  outcome alone: at_ms - breach since exec", pp(vals(f, "ub")), "--no-fast-path",
+            pp(vals(u, "ub")), "",
+            f"an upper bound: counts the spawn too (cgroup mkdir -> exec {spread(vals(f + u, 'spawn'), '{:.1f}')} ms); "
+            f"at_ms itself: {pp(vals(f, 'at_ms'))} | {pp(vals(u, 'at_ms'))}")
+        if c:
+            ctl = "v1 pids.max" if kind == "pids" else "v1 memory.limit_in_bytes"
+            oom = sum(1 for x in c if x.get("oom_first"))
+            row(f"  {ctl} holds it (default), n={len(c)}", pp(vals(c, "act")), "fast path",
+                pp(vals(f, "act")), "", f"build/burstmeter run {lim} -- ...: the kernel refuses/OOM-kills; "
+                + (f"{oom} of {len(c)} ended by the OOM killer before any action; " if oom else "")
+                + f"burstmeter's kill follows. last task gone {pp(vals(c, 'end'))}; peak "
+                + (spread(vals(c, "peak")) if kind == "pids" else
+                   spread([(x - (DETECT_MIB << 20)) / 2**20 for x in vals(c, "peak")], "{:.1f}") + " MiB over"))
+        fa, ua = vals(f, "act"), vals(u, "act")
+        fe, ue = vals(f, "end"), vals(u, "end")
+        if fa and ua:
+            better = pctl(fa, 99) < pctl(ua, 99) and pctl(fe, 99) <= pctl(ue, 99)
+            verdicts.append(f"{kind}: kernel fast path {'beats' if better else 'does NOT beat'} userspace "
+                            f"(breach -> kill p99 {pctl(fa, 99):.1f} vs {pctl(ua, 99):.1f} ms, last task gone "
+                            f"p99 {pctl(fe, 99):.1f} vs {pctl(ue, 99):.1f} ms"
+                            + (f", tasks at the kill median {median(vals(f, 'peak')):.0f} vs "
+                               f"{median(vals(u, 'peak')):.0f})" if kind == "pids" else
+                               f", overshoot median {median([(x - (DETECT_MIB << 20)) / 2**20 for x in vals(f, 'peak')]):.1f}"
+                               f" vs {median([(x - (DETECT_MIB << 20)) / 2**20 for x in vals(u, 'peak')]):.1f} MiB)"))
+        for name, xs in (("fast path", fa), ("--no-fast-path", ua)):
+            if xs:
+                verdicts.append(f"{kind} {name}: breach -> kill p99 {pctl(xs, 99):.1f} ms: goal p99 <= 20 ms "
+                                + ("met" if pctl(xs, 99) <= 20 else "NOT met"))
+    C = D.get("cpu")
+    if C and C["agent"]:
+        a, sr = C["agent"], C["run"]
+        nb = sum(1 for x in a + sr if x.get("nobreach"))
+        un = sum(1 for x in a + sr if x.get("unasked"))
+        mi = sum(1 for x in a + sr if x.get("missed"))
+        row(f"detect cpu > 1.0 core: breach -> freeze, n={len(vals(a, 'act'))}", pp(vals(a, "act")),
+            f"run --policy, n={len(vals(sr, 'act'))}", pp(vals(sr, "act")), r99(vals(a, "act"), vals(sr, "act")),
+            f"agent --policy P: POST bm-detect-cpu cpu STAMP {DETECT_CPU_S} 2 10 (P: cpu hard 1.0, "
+            "steps [freeze])  |  build/burstmeter run --policy P -- the same"
+            + (f"; {nb} trials never went over 1.0 core by the hog's count (busy machine; {un} of them "
+               "frozen anyway), not counted" if nb else "")
+            + (f"; {mi} went over by the hog's count (at most {max(x['max_cores'] for x in a + sr if x.get('missed')):.2f}"
+               " cores) but were not frozen" if mi else ""))
+        row("  first full window's edge -> freeze", pp(vals(a, "edge")), "run --policy", pp(vals(sr, "edge")),
+            "", f"2 threads from a window edge: over 1.0 core at +{spread(vals(a + sr, 'cross_edge'), '{:.1f}')} ms")
+        row("  the hog saw itself frozen", pp(vals(a, "seen")), "run --policy", pp(vals(sr, "seen")), "",
+            "breach -> both spinning threads stopped at once (> 20 ms)")
+        for name, xs in (("agent", vals(a, "act")), ("run --policy", vals(sr, "act"))):
+            if xs:
+                verdicts.append(f"cpu ({name}): breach -> freeze p99 {pctl(xs, 99):.1f} ms: goal p99 <= 20 ms "
+                                + ("met" if pctl(xs, 99) <= 20 else "NOT met") + " (fast path: none for CPU)")
+    for st in res.get("scale") or []:
+        n = st["n"]
+        if st.get("skipped"):
+            row(f"scale {n} effects", "not run", "", "", "", st["skipped"])
+            continue
+        mib = lambda kb: f"{kb / 1024:.0f} MiB"
+        asked = st.get("asked", n)
+        row(f"scale {asked}" + (f" (ran {n}: see warnings)" if n != asked else "") + ": effects at once",
+            f"{st['running']} running", "submitted", f"{st['posted']} in {st['submit_s']:.0f} s", "",
+            f"bm-agentc submit: bm-sleeper until they all end together, every "
+            f"{max(50, n // 40)}th bm-spike 2 100 (agent with max_running {n + 64}, "
+            f"RLIMIT_NOFILE {st['nofile']})")
+        prog = st.get("progress") or []
+        if len(prog) >= 2:
+            first = prog[0][0] / prog[0][1]
+            last = (prog[-1][0] - prog[-2][0]) / (prog[-1][1] - prog[-2][1])
+            row("  submissions/s: first 100, last 100", f"{first:.1f}/s", "last 100", f"{last:.1f}/s",
+                f"{last / first:.2f}", "one POST after another; the agent is single-threaded")
+        row("  agent VmRSS at the peak (VmHWM)", f"{mib(st['rss'])} ({mib(st['hwm'])})", "idle agent",
+            mib(st["rss0"]), f"{st['rss'] / max(1, st['rss0']):.1f}",
+            f"{(st['rss'] - st['rss0']) / max(1, st['running']):.0f} kB per effect; {st['fds']} fds")
+        row("  kernel maps (bpftool bytes_memlock)", f"{st['memlock'] / 2**20:.2f} MiB", "idle agent",
+            f"{st['memlock0'] / 2**20:.2f} MiB", f"{st['memlock'] / max(1, st['memlock0']):.2f}",
+            ", ".join(f"{k} {v / 2**10:.0f}k" for k, v in sorted(st["memlock_per"].items(), key=lambda kv: -kv[1])[:4])
+            + "; cgroup/task storage is not in memlock")
+        pss, nsh = st["shims_pss"]
+        row("  node memory used (MemAvailable drop)", f"{st['mem_used'] / 2**20:.0f} MiB", "shims' PSS",
+            f"{pss / 1024:.0f} MiB ({nsh} shims)", "",
+            f"{st['mem_used'] / 2**20 / max(1, st['running']):.1f} MiB per effect, machine-wide (others' too)")
+        row("  agent CPU (utime+stime)", f"{st['cpu']:.1f} s", "wall", f"{st['wall']:.0f} s",
+            f"{st['cpu'] / st['wall']:.2f}", "from the agent's start to the end of the drain")
+        row("  lost ring-buffer records", f"{st['lost']:.0f}", "", "", "", "burstmeter_meter_lost_records_total")
+        row("  /metrics scrape at the peak, n=10", spread(st["scrape_ms"], "{:.1f}") + " ms", "", "", "",
+            "curl -w '%{time_total}' http://127.0.0.1:PORT/metrics")
+        row("  drain: all end -> agent idle", f"{st['drain_s']:.1f} s", "", "", "", "")
+    if verdicts:
+        notes += verdicts
     hdr = ("figure", "burstmeter", "peer", "peer figure", "ratio", "command")
     widths = [max(len(str(r[i])) for r in W + [hdr]) for i in range(5)]
     lines = [f"burstmeter bench  {meta}",
@@ -809,6 +1760,9 @@ def table(res, b, meta):
     print("\n".join(lines), flush=True)
 
 
+SECTIONS = ("kcost", "tput", "launch", "spikes", "detect", "scale")
+
+
 def on_signal(sig, frame):
     raise SystemExit(128 + sig)
 
@@ -818,12 +1772,12 @@ def main():
         signal.signal(sig, on_signal)
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("sections", nargs="*", default=["kcost", "tput", "launch", "spikes"])
+    ap.add_argument("sections", nargs="*", default=list(SECTIONS))
     a = ap.parse_args()
     b = os.path.abspath(a.build)
     for s in a.sections:
-        if s not in ("kcost", "tput", "launch", "spikes"):
-            sys.exit(f"bench: unknown section '{s}' (kcost, tput, launch, spikes)")
+        if s not in SECTIONS:
+            sys.exit(f"bench: unknown section '{s}' ({', '.join(SECTIONS)})")
     if not shutil.which("runqlat") and ({"kcost", "tput"} & set(a.sections)):
         sys.exit("bench: runqlat missing: run tools/deps.sh bench (libbpf-tools)")
     res = {"kcost": [], "tput": [], "secs": {}}
@@ -845,7 +1799,7 @@ def main():
         # bpf_stats adds two clock reads to every program run: on only to count ns
         write_sysctl("kernel.bpf_stats_enabled", 0)
         for name, fn in (("tput", tput), ("launch", launch), ("spikes", spikes),
-                         ("kcost", kcost)):
+                         ("detect", detect), ("scale", scale), ("kcost", kcost)):
             if name not in a.sections:
                 continue
             if name == "kcost":

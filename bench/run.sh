@@ -3,7 +3,7 @@
 # burstmeter against its peers, side by side, alternated, in one run.
 # Usage: bench/run.sh [BUILD_DIR] [SECTION...]    (as root; `make bench` runs it)
 #   BUILD_DIR  where `make all` put burstmeter (default: build)
-#   SECTION    kcost tput launch spikes (default: all)
+#   SECTION    kcost tput launch spikes detect scale (default: all)
 #   QUICK=1    smaller loads and fewer rounds: < 2 min instead of < 10 min
 # Builds its helpers into BUILD_DIR/bench/, prints one table on stdout (progress
 # on stderr). See bench/README.md for how to read it.
@@ -46,5 +46,14 @@ gcc $CFLAGS -I"$O" $(pkg-config --cflags libbpf 2>/dev/null) bench/empty.c -o "$
 	$(pkg-config --libs libbpf 2>/dev/null || echo -lbpf) -lelf -lz
 gcc $CFLAGS bench/launch.c -o "$O/bm-launch"
 gcc $CFLAGS bench/memspike.c -o "$O/bm-memspike"
+gcc $CFLAGS bench/detect.c -o "$O/bm-detect" -lpthread
+# the agent's API from C, through the client the front ends use (user/client.c), with
+# the flags the top Makefile gives user/ (-Wno-unused-parameter)
+gcc $CFLAGS -Wno-unused-parameter -Iuser -Iinclude $(pkg-config --cflags jansson libbpf 2>/dev/null) bench/agentc.c \
+	user/client.c user/common.c -o "$O/bm-agentc" \
+	$(pkg-config --libs jansson libbpf 2>/dev/null || echo -ljansson -lbpf)
+for w in bm-sleeper bm-spike; do
+	[ -x "$B/workloads/$w" ] || { echo "bench: $B/workloads/$w is missing: run 'make all' first" >&2; exit 1; }
+done
 
 exec python3 bench/bench.py --build "$B" "$@"
