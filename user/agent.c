@@ -23,6 +23,7 @@
 #include "common.h"
 #include "export.h"
 #include "policy_yaml.h"
+#include "spawner.h"
 
 /* Streams and timelines are sampled this often: well inside the meter's 16-window ring. */
 #define TICK_NS (20 * BM_NSEC_PER_MSEC)
@@ -292,6 +293,10 @@ static int setup(struct bm_agent *a)
 	sigset_t mask;
 	int ret;
 
+	/* first, while we are small: see spawner.h */
+	a->spawner = bm_spawner__start();
+	if (!a->spawner)
+		bm_warn("no spawner (%s): the agent forks its shims itself", strerror(errno));
 	ret = make_dirs(a->cfg.state_dir);
 	if (ret)
 		return bm_err("failed to create %s: %s", a->cfg.state_dir, strerror(-ret)), ret;
@@ -352,6 +357,7 @@ static void teardown(struct bm_agent *a)
 	if (idle && a->loader)
 		bm_loader__unpin(a->loader);
 	bm_loader__free(a->loader);
+	bm_spawner__free(a->spawner);
 	bm_store__free(a->store);
 	bm_export__free(a->exp);
 	if (a->epfd >= 0)

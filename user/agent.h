@@ -62,6 +62,7 @@ struct bm_agent {
 	struct bm_loader *loader;
 	struct bm_store *store;
 	struct bm_export *exp;
+	struct bm_spawner *spawner;	/* forks the shims; NULL: we fork them (slower) */
 	struct bm_cgroup_env env;
 	char parent[PATH_MAX];
 	struct MHD_Daemon *api, *metrics;

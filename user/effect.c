@@ -241,20 +241,17 @@ static void shim_close_fds(const int *keep, int n)
 	syscall(SYS_close_range, lo, ~0U, 0);
 }
 
-struct shim_report {
-	int ret;
-	pid_t pid;
-};
-
-static void shim_main(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
-		      const struct bm_exec *x, const char *status_path, int report_fd)
+void bm_effect_shim_main(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
+			 const struct bm_exec *x, const char *status_path, int report_fd)
 {
-	struct shim_report r = { 0, 0 };
+	struct bm_shim_report r = { 0, 0 };
 	struct bm_child c = { 0, -1 };
 	char tmp[PATH_MAX + 8], line[32];
 	int keep[8], nk = 0, i, status = 0, fd;
 
 	setsid();
+	/* a spawner's child: it lets the kernel reap its shims, a shim waits for its command */
+	signal(SIGCHLD, SIG_DFL);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
@@ -284,7 +281,7 @@ int bm_effect_shim(int cgroup_fd, const int *join_fds, int n_join, char *const a
 		   const struct bm_exec *x, const char *status_path, struct bm_child *shim,
 		   pid_t *effect_pid)
 {
-	struct shim_report r;
+	struct bm_shim_report r;
 	int pipefd[2], err;
 	ssize_t n;
 	pid_t pid;
@@ -300,7 +297,7 @@ int bm_effect_shim(int cgroup_fd, const int *join_fds, int n_join, char *const a
 	}
 	if (!pid) {
 		close(pipefd[0]);
-		shim_main(cgroup_fd, join_fds, n_join, argv, x, status_path, pipefd[1]);
+		bm_effect_shim_main(cgroup_fd, join_fds, n_join, argv, x, status_path, pipefd[1]);
 	}
 	close(pipefd[1]);
 	do

@@ -63,6 +63,18 @@ int bm_effect_spawn_ex(int cgroup_fd, const int *join_fds, int n_join, char *con
 int bm_effect_shim(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
 		   const struct bm_exec *x, const char *status_path, struct bm_child *shim,
 		   pid_t *effect_pid);
+/*
+ * The shim itself, in the child of a fork: spawns the command, writes a
+ * struct bm_shim_report to report_fd (then closes it), waits, writes the
+ * status file and exits. Never returns.
+ */
+struct bm_shim_report {
+	int ret;	/* as bm_effect_spawn_ex() */
+	pid_t pid;	/* the command's */
+};
+void bm_effect_shim_main(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
+			 const struct bm_exec *x, const char *status_path, int report_fd)
+	__attribute__((noreturn));
 /* Read a shim's status file: 0 and *wait_status, or -errno. */
 int bm_effect_shim_status(const char *status_path, int *wait_status);
 

@@ -8,6 +8,7 @@
  */
 #include "runner.h"
 #include "agent_fx.h"
+#include "common.h"
 
 #define NOBODY 65534
 
@@ -398,6 +399,109 @@ static void test_agent_corrupt_store(void **state)
 	finish(state);
 }
 
+
+/* ppid and comm of pid from /proc/PID/stat: 0, or -1 if it is gone (or a zombie). */
+static int proc_stat(pid_t pid, pid_t *ppid, char *comm, size_t len)
+{
+	char path[64], buf[512], *l, *r, st;
+	int pp;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return -1;
+	l = strchr(buf, '(');
+	r = strrchr(buf, ')');
+	if (!l || !r || sscanf(r + 1, " %c %d", &st, &pp) != 2 || st == 'Z')
+		return -1;
+	*ppid = pp;
+	snprintf(comm, len, "%.*s", (int)(r - l - 1), l + 1);
+	return 0;
+}
+
+static bool log_has(const char *log, const char *needle)
+{
+	static char buf[1 << 16];
+
+	return bm_read_file(AT_FDCWD, log, buf, sizeof(buf)) > 0 && strstr(buf, needle);
+}
+
+/* The agent's child named bm-spawner, or 0. */
+static pid_t find_spawner(pid_t agent)
+{
+	char comm[32], path[64], buf[4096], *tok, *save;
+	pid_t ppid, pid;
+
+	/* its children, from the thread of the same id (CONFIG_PROC_CHILDREN), else every pid */
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)agent, (int)agent);
+	if (bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) >= 0) {
+		for (tok = strtok_r(buf, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+			pid = atoi(tok);
+			if (!proc_stat(pid, &ppid, comm, sizeof(comm)) && !strcmp(comm, "bm-spawner"))
+				return pid;
+		}
+		return 0;
+	}
+	for (pid = 2; pid < 4194304; pid++)
+		if (!proc_stat(pid, &ppid, comm, sizeof(comm)) && ppid == agent && !strcmp(comm, "bm-spawner"))
+			return pid;
+	return 0;
+}
+
+/* Launch id (bm-sleeper ms), check the chain command <- shim <- want_parent while it runs, and that it succeeds. */
+static void launch_under(const char *id, const char *ms, pid_t want_parent)
+{
+	char path[PATH_MAX + 16], buf[64], comm[32];
+	pid_t cmd, shim = 0, parent = 0;
+	json_t *e = NULL;
+
+	assert_int_equal(call("POST", "/v1/effects", launch_req(id, "bm-sleeper", ms, NULL), &e), 201);
+	snprintf(path, sizeof(path), "%s/cgroup.procs", jstr(e, "cgroup"));
+	json_decref(e);
+	assert_true(bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) > 0);
+	cmd = atoi(buf);
+	assert_int_equal(proc_stat(cmd, &shim, comm, sizeof(comm)), 0);
+	assert_int_equal(proc_stat(shim, &parent, comm, sizeof(comm)), 0);
+	if (parent != want_parent)
+		fail_msg("%s: its shim %d is the child of %d, expected %d", id, (int)shim, (int)parent,
+			 (int)want_parent);
+	e = wait_final(id, 20000);
+	assert_string_equal(jstr(e, "state"), "succeeded");
+	/* the exit status came through the shim's file, whoever forked the shim */
+	assert_int_equal(jint(e, "outcome.exit.code"), 0);
+	json_decref(e);
+}
+
+/*
+ * The spawner forks the shims, so the agent never forks itself (spawner.h):
+ * shims are its children, it goes when the agent stops, and when it is gone
+ * the agent forks them itself and says so.
+ */
+static void test_agent_spawner(void **state)
+{
+	char comm[32];
+	pid_t sp, ppid;
+
+	agent_start("8", "16");
+	sp = find_spawner(ag.pid);
+	if (!sp)
+		fail_msg("the agent %d has no bm-spawner child", (int)ag.pid);
+	launch_under("sp1", "400", sp);
+	agent_finish();
+	/* reaped by the agent as it stopped: not even a zombie */
+	assert_int_equal(kill(sp, 0), -1);
+	assert_int_equal(errno, ESRCH);
+
+	agent_start("8", "16");
+	sp = find_spawner(ag.pid);
+	assert_true(sp > 0);
+	assert_int_equal(kill(sp, SIGKILL), 0);
+	while (!proc_stat(sp, &ppid, comm, sizeof(comm)))
+		usleep(1000);
+	launch_under("sp2", "400", ag.pid);
+	assert_true(log_has(ag.log, "the spawner is gone"));
+	finish(state);
+}
+
 /* `burstmeter run` finds the agent's socket and goes through it: same outcome, same exit statuses. */
 static void test_agent_run_client(void **state)
 {
@@ -447,6 +551,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_kill9_readopt, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_corrupt_store, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_run_client, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_spawner, setup_agent, teardown_agent),
 	};
 	size_t n;
 	int rc = runner_init("test_agent");
