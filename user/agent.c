@@ -26,7 +26,6 @@
 #include "spawner.h"
 
 /* Streams and timelines are sampled this often: well inside the meter's 16-window ring. */
-#define TICK_NS (20 * BM_NSEC_PER_MSEC)
 
 static void ag_watch(struct bm_agent *a, int fd, struct ag_tag *t, enum ag_kind kind, void *ptr)
 {
@@ -288,7 +287,7 @@ static int make_dirs(const char *state)
 static int setup(struct bm_agent *a)
 {
 	struct bm_loader_opts lo = { .on_event = on_event, .ctx = a, .pin_dir = a->cfg.pin_dir };
-	struct itimerspec its = { .it_interval.tv_nsec = TICK_NS, .it_value.tv_nsec = TICK_NS };
+	struct itimerspec its = { .it_interval.tv_nsec = AG_TICK_NS, .it_value.tv_nsec = AG_TICK_NS };
 	char err[512];
 	sigset_t mask;
 	int ret;

@@ -57,6 +57,9 @@ struct ag_effect {
 	struct ag_stream *streams;
 };
 
+/* The agent's tick: effects sampled (timelines, event streams), the queue looked at. */
+#define AG_TICK_NS (20 * BM_NSEC_PER_MSEC)
+
 struct bm_agent {
 	struct bm_agent_cfg cfg;
 	struct bm_loader *loader;
@@ -69,7 +72,7 @@ struct bm_agent {
 	int epfd, sigfd, tick_fd, listen_fd, metrics_fd;
 	struct ag_effect **eff;
 	unsigned int n_eff, cap_eff, running, queued;
-	uint64_t seq;
+	uint64_t seq, ticks;
 	bool stopping, scheduling;
 	struct ag_tag t_sig, t_rb, t_api, t_metrics, t_tick;
 };

@@ -32,6 +32,14 @@ void ag_sample(struct bm_agent *a, struct ag_effect *e)
 	if (!e->sup.metered || bm_loader__read(a->loader, e->sup.cg, &m))
 		return;
 	now_win = bm_now_ns() / m.window_ns;
+	/* an ended effect's timeline stops at its last window, as its totals do (bm_sup__finish) */
+	if (e->sup.end_ns) {
+		uint64_t end = e->sup.end_ns / m.window_ns;
+
+		end = end > m.last_win ? end : m.last_win;
+		end = end > m.lvl_win ? end : m.lvl_win;
+		now_win = end + 1 < now_win ? end + 1 : now_win;
+	}
 	if (!e->series_next_win) {
 		e->series_next_win = m.first_win;
 		e->series.window_ns = m.window_ns;
@@ -59,17 +67,35 @@ void ag_sample(struct bm_agent *a, struct ag_effect *e)
 	e->series_next_win = x;
 }
 
+/*
+ * Every how many ticks an effect is read. The kernel keeps its last BM_RING
+ * windows, so reading it once per half a ring loses none and leaves half a
+ * ring for a late tick; a reader of its events gets every tick. One read is
+ * a map lookup by cgroup fd (~5 us here): every tick, 1,000 sleeping effects
+ * kept the agent at 28 % of a CPU.
+ */
+static uint64_t sample_every(const struct ag_effect *e)
+{
+	uint64_t w = e->series.window_ns ? e->series.window_ns : e->req.window_ns;
+	uint64_t k = w * BM_RING / 2 / AG_TICK_NS;
+
+	return e->streams || !k ? 1 : k;
+}
+
 void ag_tick(struct bm_agent *a)
 {
 	uint64_t now = bm_now_ns();
 	unsigned int i;
 
+	a->ticks++;
 	for (i = 0; i < a->n_eff; i++) {
 		struct ag_effect *e = a->eff[i];
 
 		if (e->sup.phase != BM_SUP_RUNNING)
 			continue;
-		ag_sample(a, e);
+		/* spread over the ticks by the effect's sequence number */
+		if ((a->ticks + e->seq) % sample_every(e) == 0)
+			ag_sample(a, e);
 		/* an attached process ended and its caller never said how */
 		if (e->exit_wait_ns && now >= e->exit_wait_ns)
 			bm_sup__exited(&e->sup, -1);

@@ -250,6 +250,8 @@ void bm_effect_shim_main(int cgroup_fd, const int *join_fds, int n_join, char *c
 	int keep[8], nk = 0, i, status = 0, fd;
 
 	setsid();
+	/* its own name in ps and top, not its parent's ("burstmeter", "bm-spawner") */
+	prctl(PR_SET_NAME, "bm-shim");
 	/* a spawner's child: it lets the kernel reap its shims, a shim waits for its command */
 	signal(SIGCHLD, SIG_DFL);
 	signal(SIGINT, SIG_IGN);
