@@ -175,9 +175,13 @@ int bm_run_client(const struct bm_run_opts *o, const char *sock)
 		eff = wait_state(sock, path, started, 24 * 3600 * 1000);
 	}
 	if ((st != 201 && st != 202) || !eff || !strcmp(state_of(eff), "failed")) {
-		bm_err("the agent at %s refused %s: %d %s", sock, o->id, st,
-		       eff && json_string_value(json_object_get(eff, "error")) ?
-		       json_string_value(json_object_get(eff, "error")) : strerror(st < 0 ? -st : EPROTO));
+		if (st == 200)
+			bm_err("--id %s: this tenant has an effect of that id already (%s): ids are not reused",
+			       o->id, state_of(eff));
+		else
+			bm_err("the agent at %s refused %s: %d %s", sock, o->id, st,
+			       eff && json_string_value(json_object_get(eff, "error")) ?
+			       json_string_value(json_object_get(eff, "error")) : strerror(st < 0 ? -st : EPROTO));
 		close(go);
 		waitpid(pid, NULL, 0);
 		json_decref(eff);

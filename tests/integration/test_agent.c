@@ -526,6 +526,13 @@ static void test_agent_run_client(void **state)
 	e = wait_final_as(token, f->id, 5000);
 	assert_string_equal(jstr(e, "state"), "succeeded");
 	json_decref(e);
+	/* an id is never reused: the same --id again is bad input, named, and nothing runs */
+	snprintf(named, sizeof(named), "%s", f->id);
+	r = run_bm(f, R_STD & ~R_ID, "--id", named, "--socket", ag.sock, "--", wl("bm-spike"), "20", "50", "2",
+		   NULL);
+	assert_int_equal(r->status, 125);
+	assert_non_null(strstr(r->err.p, "ids are not reused"));
+	assert_null(r->o);
 	r = run_bm(f, R_STD, "--socket", ag.sock, "--", "false", NULL);
 	assert_int_equal(r->status, 1);
 	assert_string_equal(jstr(r->o, "termination.reason"), "failed");
