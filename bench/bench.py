@@ -1474,22 +1474,38 @@ def meminfo(key):
 
 
 def shims_pss(agent_pid):
-    """kB: the proportional set size of the agent's children (the effects' shims)"""
-    tot, n = 0, 0
-    try:
+    """kB: the proportional set size of the effects' shims (bm-shim: the children of the
+    agent's spawner, or of the agent itself when it has none) and of the spawner"""
+    def children(pid):
         kids = set()
-        for t in os.listdir(f"/proc/{agent_pid}/task"):
-            with open(f"/proc/{agent_pid}/task/{t}/children") as fh:
-                kids |= {int(x) for x in fh.read().split()}
-    except OSError:
-        return (0, 0)
-    for k in kids:
+        try:
+            for t in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{t}/children") as fh:
+                    kids |= {int(x) for x in fh.read().split()}
+        except OSError:
+            pass
+        return kids
+
+    def comm(pid):
+        try:
+            with open(f"/proc/{pid}/comm") as fh:
+                return fh.read().strip()
+        except OSError:
+            return ""
+
+    tot, n = 0, 0
+    procs = set()
+    for k in children(agent_pid):
+        procs.add(k)
+        if comm(k) == "bm-spawner":
+            procs |= children(k)
+    for k in procs:
         try:
             with open(f"/proc/{k}/smaps_rollup") as fh:
                 for line in fh:
                     if line.startswith("Pss:"):
                         tot += int(line.split()[1])
-                        n += 1
+                        n += comm(k) == "bm-shim"
         except OSError:
             pass
     return (tot, n)
