@@ -89,10 +89,12 @@ static int set_loopback_up(void)
 	return err;
 }
 
-static int drop_caps(void)
+/*
+ * The bounding and ambient sets: while we still have CAP_SETPCAP, that is
+ * before setuid() to a non-root uid takes every capability away.
+ */
+static int drop_bounding(void)
 {
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2] = { { 0 } };
 	int cap;
 
 	for (cap = 0; cap <= 63; cap++)
@@ -100,6 +102,15 @@ static int drop_caps(void)
 			return -errno;
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return -errno;
+	return 0;
+}
+
+/* Permitted, effective and inheritable emptied (lowering needs no privilege). */
+static int drop_caps(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { { 0 } };
+
 	return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
 }
 
@@ -107,7 +118,7 @@ static int drop_caps(void)
 static int apply_exec(const struct bm_exec *x)
 {
 	char opts[64];
-	int i;
+	int i, err;
 
 	if (x->new_netns && (unshare(CLONE_NEWNET) < 0 || set_loopback_up()))
 		return errno ? -errno : -EIO;
@@ -127,10 +138,12 @@ static int apply_exec(const struct bm_exec *x)
 			return -errno;
 	if (x->cwd && chdir(x->cwd) < 0)
 		return -errno;
+	if (x->drop_caps && (err = drop_bounding()))
+		return err;
 	if (x->set_ids && (setgroups(0, NULL) < 0 || setgid(x->gid) < 0 || setuid(x->uid) < 0))
 		return -errno;
-	if (x->drop_caps && drop_caps())
-		return -errno;
+	if (x->drop_caps && (err = drop_caps()))
+		return err;
 	if (x->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
 	return 0;

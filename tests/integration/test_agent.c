@@ -405,6 +405,51 @@ static void test_agent_corrupt_store(void **state)
 }
 
 
+
+/*
+ * The sandbox reaches the command through the spawner and its shim: uid
+ * nobody, no capabilities, no_new_privs, the request's env and nothing else,
+ * its cwd, a network namespace with only lo, and a read-only root with a
+ * writable tmpfs /tmp. The command reports on itself into its log.
+ */
+static void test_agent_sandbox(void **state)
+{
+	static const char *const want[] = {
+		"uid=65534\n", "cwd=/tmp\n", "foo=bar baz\n", "home=unset\n", "CapEff:0000000000000000\n",
+		"CapBnd:0000000000000000\n", "NoNewPrivs:1\n", "ifaces=lo,\n", "root=ro\n", "tmp=rw\n",
+	};
+	const char *script =
+		"echo uid=$(id -u); echo cwd=$(pwd); echo \"foo=$FOO\"; echo home=${HOME-unset};"
+		"grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status | tr -d ' \t';"
+		"echo ifaces=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort | tr '\\n' ,);"
+		"if touch /bm-ro-probe 2>/dev/null; then rm -f /bm-ro-probe; echo root=rw; else echo root=ro; fi;"
+		"touch /tmp/bm-probe && echo tmp=rw";
+	char log[PATH_MAX + 64];
+	static char buf[4096];
+	json_t *e = NULL, *req;
+	unsigned int i;
+
+	agent_start("8", "16");
+	req = json_pack("{s:s, s:[s, s, s], s:{s:s, s:s}, s:s, s:{s:s, s:b, s:b, s:b}}", "id", "sb1", "argv",
+			"/bin/sh", "-c", script, "env", "FOO", "bar baz", "PATH", "/usr/bin:/bin:/usr/sbin:/sbin",
+			"cwd", "/tmp", "sandbox", "network_policy", "none", "run_as_non_root", 1,
+			"drop_all_capabilities", 1, "read_only_root_fs", 1);
+	assert_non_null(req);
+	assert_int_equal(call("POST", "/v1/effects", req, &e), 201);
+	snprintf(log, sizeof(log), "%s/logs/%s.sb1.log", ag.state, jstr(e, "tenant"));
+	json_decref(e);
+	e = wait_final("sb1", 20000);
+	if (bm_read_file(AT_FDCWD, log, buf, sizeof(buf)) < 0)
+		fail_msg("no log at %s", log);
+	integ_note("the command said: %s", buf);
+	assert_string_equal(jstr(e, "state"), "succeeded");
+	json_decref(e);
+	for (i = 0; i < BM_ARRAY_SIZE(want); i++)
+		if (!strstr(buf, want[i]))
+			fail_msg("expected '%.*s' in its log:\n%s", (int)strlen(want[i]) - 1, want[i], buf);
+	finish(state);
+}
+
 /* ppid and comm of pid from /proc/PID/stat: 0, or -1 if it is gone (or a zombie). */
 static int proc_stat(pid_t pid, pid_t *ppid, char *comm, size_t len)
 {
@@ -564,6 +609,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_corrupt_store, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_run_client, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_spawner, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_sandbox, setup_agent, teardown_agent),
 	};
 	size_t n;
 	int rc = runner_init("test_agent");
