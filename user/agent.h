@@ -72,7 +72,7 @@ struct bm_agent {
 	int epfd, sigfd, tick_fd, listen_fd, metrics_fd;
 	struct ag_effect **eff;
 	unsigned int n_eff, cap_eff, running, queued;
-	uint64_t seq, ticks;
+	uint64_t seq;
 	bool stopping, scheduling;
 	struct ag_tag t_sig, t_rb, t_api, t_metrics, t_tick;
 };
