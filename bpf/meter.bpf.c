@@ -45,6 +45,23 @@ struct {
 	__type(value, struct bm_task_state);
 } bm_task SEC(".maps");
 
+/*
+ * Where a task first seen in sched_switch is kept: a preallocated hash by
+ * tid, because task storage is allocated on first use, and there the
+ * allocation may wake kswapd under this CPU's run-queue lock, which on 6.1
+ * (no bpf_mem_alloc for local storage) deadlocks the CPU. Tasks born in an
+ * effect or moved into one get task storage at fork or attach; this holds
+ * those that were there before the meter, until they are freed.
+ */
+#define BM_TASK_EARLY_MAX 4096
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, BM_TASK_EARLY_MAX);
+	__type(key, __u32);
+	__type(value, struct bm_task_state);
+} bm_task_early SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -149,21 +166,23 @@ static __always_inline void charge(struct task_struct *t)
 	ts = bpf_task_storage_get(&bm_task, t, 0, 0);
 	if (!ts) {
 		/*
-		 * First sight. A task born in the effect is charged all it ran; one
-		 * that was there before the meter (attached, or a cgroup metered
-		 * while it runs) only what it runs from now on.
+		 * A task that was there before the meter (a cgroup metered while it
+		 * runs) is charged from its first sight on, from bm_task_early: no
+		 * allocation here (see there). Born in the effect, it has run nothing.
 		 */
-		struct bm_task_state init = {};
+		struct bm_task_state init = { .charged_ns = sum, .run_delay_ns = rd, .until_ns = now };
+		__u32 tid = t->pid;
 
-		if (t->start_time < m->first_win * m->window_ns) {
-			init.charged_ns = sum;
-			init.run_delay_ns = rd;
-			init.until_ns = now;
-		}
-		ts = bpf_task_storage_get(&bm_task, t, &init, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		ts = bpf_map_lookup_elem(&bm_task_early, &tid);
 		if (!ts) {
-			stat_inc(BM_STAT_TASK_FULL);
-			return;
+			if (t->start_time >= m->first_win * m->window_ns)
+				init = (struct bm_task_state){};
+			bpf_map_update_elem(&bm_task_early, &tid, &init, BPF_NOEXIST);
+			ts = bpf_map_lookup_elem(&bm_task_early, &tid);
+			if (!ts) {
+				stat_inc(BM_STAT_TASK_FULL);
+				return;
+			}
 		}
 	}
 	cpu = sum - ts->charged_ns;
@@ -267,9 +286,14 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(bm_fork, struct task_struct *parent, struct task_struct *child)
 {
 	struct bm_meter *m = meter_of(child);
+	struct bm_task_state init = {};
 
-	if (m)
-		tasks_add(child, m, 1, cgroup_of(parent) == cgroup_of(child));
+	if (!m)
+		return 0;
+	/* its storage now, not at its first switch (charge() says why); it has run nothing yet */
+	if (!bpf_task_storage_get(&bm_task, child, &init, BPF_LOCAL_STORAGE_GET_F_CREATE))
+		stat_inc(BM_STAT_TASK_FULL);
+	tasks_add(child, m, 1, cgroup_of(parent) == cgroup_of(child));
 	return 0;
 }
 
@@ -320,8 +344,11 @@ int BPF_PROG(bm_free, struct task_struct *p)
 {
 	struct bm_meter *m = meter_of(p);
 	struct bm_cross c = {};
+	__u32 tid = p->pid;
 	int drained = 0;
 
+	/* wherever it is now: it may have left the metered cgroup since */
+	bpf_map_delete_elem(&bm_task_early, &tid);
 	if (!m)
 		return 0;
 	bpf_spin_lock(&m->lock);
@@ -402,7 +429,8 @@ static __always_inline void reclaim_begin(void)
 
 	if (!meter_of(cur))
 		return;
-	ts = bpf_task_storage_get(&bm_task, cur, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	/* no allocation while the allocator reclaims: a task without storage is not timed */
+	ts = bpf_task_storage_get(&bm_task, cur, 0, 0);
 	if (ts)
 		ts->reclaim_ns = bpf_ktime_get_ns();
 }
