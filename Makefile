@@ -32,7 +32,7 @@ endif
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Wextra \
 	-Wno-unused-parameter -Werror -I$(dir $(VMLINUX_H)) -Iinclude -Ibpf
 
-BPF_NAMES := meter
+BPF_NAMES := meter egress
 SKELS := $(patsubst %,$(O)/gen/%.skel.h,$(BPF_NAMES))
 LIB_SRCS := $(wildcard user/*.c)
 LIB_OBJS := $(patsubst user/%.c,$(O)/user/%.o,$(LIB_SRCS))

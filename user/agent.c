@@ -23,6 +23,7 @@
 #include "common.h"
 #include "export.h"
 #include "policy_yaml.h"
+#include "egress.h"
 #include "spawner.h"
 
 /* Streams and timelines are sampled this often: well inside the meter's 16-window ring. */
@@ -151,6 +152,7 @@ void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
 
 	ag_sample(a, e);
 	bm_sup__finish(&e->sup);
+	ag_egress_forget(a, e);
 	track_ladder(a, e);
 	ag_retry_backoff(a, e);
 	j = bm_outcome_json(o);
@@ -305,6 +307,10 @@ static int setup(struct bm_agent *a)
 	a->loader = bm_loader__open(&lo);
 	if (!a->loader)
 		return bm_err("failed to load the meter: %s (-v shows why)", strerror(errno)), -errno;
+	a->egress = bm_egress__open();
+	if (!a->egress)
+		bm_warn("no egress filter (%s): effects with network_policy egress_restricted or "
+			"egress_allow_list will not start", strerror(errno));
 	ret = bm_cgroup_env_detect("/proc/self/mountinfo", "/proc/self/cgroup", &a->env);
 	if (!ret)
 		ret = bm_cgroup_env_self_dir(&a->env, a->parent, sizeof(a->parent));
@@ -357,6 +363,8 @@ static void teardown(struct bm_agent *a)
 		bm_loader__unpin(a->loader);
 	bm_loader__free(a->loader);
 	bm_spawner__free(a->spawner);
+	/* its filters stay attached to the effects that outlive us */
+	bm_egress__free(a->egress);
 	bm_store__free(a->store);
 	bm_export__free(a->exp);
 	if (a->epfd >= 0)

@@ -38,6 +38,9 @@ struct ag_stream {
 	bool suspended, ended;
 };
 
+struct bm_egress;
+struct bm_spawner;
+
 struct ag_effect {
 	struct bm_sup sup;
 	struct bm_request req;
@@ -49,6 +52,7 @@ struct ag_effect {
 	struct bm_child shim;
 	char status_path[PATH_MAX];
 	bool started;
+	uint64_t egress_cgid;		/* its allow-list is in the egress filter (0: none) */
 	uint64_t exit_wait_ns;		/* attached: the process is gone; its status may still come */
 	struct ag_tag t_timer, t_deadline, t_shim;
 	struct bm_series series;	/* window by window, for streams and the timeline */
@@ -66,6 +70,7 @@ struct bm_agent {
 	struct bm_store *store;
 	struct bm_export *exp;
 	struct bm_spawner *spawner;	/* forks the shims; NULL: we fork them (slower) */
+	struct bm_egress *egress;	/* network_policy egress_*; NULL: such effects do not start */
 	struct bm_cgroup_env env;
 	char parent[PATH_MAX];
 	struct MHD_Daemon *api, *metrics;
@@ -100,6 +105,8 @@ void ag_stream_push(struct ag_effect *e, json_t *line);
 
 /* The effect is done: outcome, store, metrics, streams; then it is freed. */
 void ag_finish_effect(struct bm_agent *a, struct ag_effect *e);
+/* Its entries out of the egress filter's allow-list (the effect has ended). */
+void ag_egress_forget(struct bm_agent *a, struct ag_effect *e);
 /* The supervision options of an effect: its request's limits and the agent's policy. */
 void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_opts *so);
 /* Start effects while the node has room, in priority order. */

@@ -19,6 +19,7 @@
 #include "common.h"
 #include "export.h"
 #include "policy_yaml.h"
+#include "egress.h"
 #include "spawner.h"
 
 /* Failures of one tool on one wall within this long back off its next submissions. */
@@ -193,6 +194,28 @@ void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_op
 	}
 }
 
+/* Its network policy, where it restricts egress: before anything runs in the cgroup. */
+static int egress(struct bm_agent *a, struct ag_effect *e)
+{
+	const struct bm_sandbox *sb = &e->req.sandbox;
+	int ret;
+
+	if (sb->network_policy != BM_NET_EGRESS_RESTRICTED && sb->network_policy != BM_NET_EGRESS_ALLOW_LIST)
+		return 0;
+	ret = bm_egress__apply(a->egress, e->sup.cg->dirfd, e->sup.cg->id, sb->cidrs, sb->n_cidrs);
+	if (!ret)
+		e->egress_cgid = e->sup.cg->id;
+	return ret;
+}
+
+void ag_egress_forget(struct bm_agent *a, struct ag_effect *e)
+{
+	if (!e->egress_cgid)
+		return;
+	bm_egress__forget(a->egress, e->egress_cgid, e->req.sandbox.cidrs, e->req.sandbox.n_cidrs);
+	e->egress_cgid = 0;
+}
+
 static void start(struct bm_agent *a, struct ag_effect *e)
 {
 	struct bm_sup_opts so;
@@ -205,6 +228,9 @@ static void start(struct bm_agent *a, struct ag_effect *e)
 	ret = bm_sup__start(&e->sup, a->loader, &a->env, a->parent, &so);
 	if (ret)
 		return start_failed(a, e, 0, e->sup.failed_step, ret);
+	ret = egress(a, e);
+	if (ret)
+		return start_failed(a, e, 0, "filter its egress", ret);
 	ret = e->req.mode == BM_REQ_ATTACH ? attach(e) : launch(a, e);
 	if (ret)
 		return start_failed(a, e, ret > 0 ? ret : 0, "start the command", ret);
