@@ -126,7 +126,7 @@ static enum MHD_Result create(struct bm_agent *a, struct MHD_Connection *c, stru
 			      const struct caller *who)
 {
 	struct bm_request req = { 0 };
-	char tenant[BM_NAME_MAX + 1];
+	char tenant[BM_NAME_MAX + 1], id[BM_NAME_MAX + 1];
 	const char *why = "";
 	unsigned int retry = 0;
 	struct ag_effect *e;
@@ -150,12 +150,14 @@ static enum MHD_Result create(struct bm_agent *a, struct MHD_Connection *c, stru
 		}
 		snprintf(tenant, sizeof(tenant), "%s", req.tenant);
 	}
+	/* ag_submit() takes the request over (and zeroes it): an effect that failed at once is found by this */
+	snprintf(id, sizeof(id), "%s", req.id);
 	st = ag_submit(a, &req, tenant, who->uid, who->gid, who->pid, &e, &retry, &why);
 	if (st >= 400) {
 		bm_request_free(&req);
 		return reply(c, (unsigned int)st, json_pack("{s:s}", "error", why), retry);
 	}
-	j = ag_effect_json(a, tenant, e ? e->req.id : req.id);
+	j = ag_effect_json(a, tenant, e ? e->req.id : id);
 	bm_request_free(&req);
 	return reply(c, (unsigned int)st, j ? j : json_pack("{s:s}", "error", "not found"), 0);
 }

@@ -6,6 +6,9 @@
  * malformed requests, the queue's limit, a corrupt store, and kill -9 in
  * the middle of 20 running effects with nothing lost.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include "runner.h"
 #include "agent_fx.h"
 #include "common.h"
@@ -109,12 +112,25 @@ static void test_agent_launch(void **state)
 		   json_array_size(jget(o, "timeline.cpu_cores")), jint(o, "timeline.step_windows"),
 		   jint(o, "totals.windows"));
 	assert_int_equal(jint(o, "timeline.step_windows"), 1);
-	assert_int_equal(json_array_size(jget(o, "timeline.cpu_cores")), jint(o, "totals.windows"));
+	/*
+	 * Under emulation (BM_VM) a tick can come over 120 ms late, and the ring
+	 * turns over before the read: a window or two may be missing there.
+	 */
+	assert_between((double)json_array_size(jget(o, "timeline.cpu_cores")),
+		       jint(o, "totals.windows") - (getenv("BM_VM") ? 2 : 0), jint(o, "totals.windows"));
 	assert_int_equal(json_array_size(jget(e, "transitions")), 3);
 	body = json_dumps(jget(e, "transitions"), JSON_COMPACT);
 	assert_non_null(strstr(body, "queued"));
 	assert_non_null(strstr(body, "succeeded"));
 	free(body);
+	/* a command that cannot start still makes an effect: failed at once, with its outcome */
+	json_decref(e);
+	e = NULL;
+	assert_int_equal(call("POST", "/v1/effects", json_pack("{s:s, s:[s]}", "id", "l-missing", "argv", "/nonexistent/x"),
+			      &e),
+			 201);
+	assert_string_equal(jstr(e, "state"), "failed");
+	assert_int_equal(jint(e, "outcome.exit.code"), 127);
 	/* idempotent: the same id again is the same effect */
 	json_decref(e);
 	e = NULL;
@@ -450,6 +466,100 @@ static void test_agent_sandbox(void **state)
 	finish(state);
 }
 
+
+/* A TCP listener on addr (numeric) at *port (0: any, then set): the fd. */
+static int listen_on(const char *addr, unsigned short *port)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+	socklen_t len;
+	int fd;
+
+	if (inet_pton(AF_INET, addr, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons(*port);
+		len = sizeof(*a4);
+	} else {
+		assert_int_equal(inet_pton(AF_INET6, addr, &a6->sin6_addr), 1);
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons(*port);
+		len = sizeof(*a6);
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 64))
+		fail_msg("listen on %s:%u: %s", addr, *port, strerror(errno));
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
+	*port = ntohs(ss.ss_family == AF_INET ? a4->sin_port : a6->sin6_port);
+	return fd;
+}
+
+/*
+ * network_policy enforced (bpf/egress.bpf.c), on loopback only: the test
+ * listens on 127.0.0.1-3 and ::1, and bm-probe in each effect tries TCP
+ * and UDP to each. egress_allow_list [127.0.0.2/32]: its own host and .2,
+ * EPERM for .3 (as IPv4, and as ::ffff:127.0.0.3 from an IPv6 socket);
+ * egress_restricted: its own host only; full: everything.
+ */
+static void test_agent_egress(void **state)
+{
+	static const struct {
+		const char *id, *policy, *cidr, *want;
+	} cases[] = {
+		{ "eg-list", "egress_allow_list", "127.0.0.2/32",
+		  "tcp 127.0.0.1 ok\nudp 127.0.0.1 ok\ntcp 127.0.0.2 ok\nudp 127.0.0.2 ok\n"
+		  "tcp 127.0.0.3 EPERM\nudp 127.0.0.3 EPERM\ntcp ::1 ok\nudp ::1 ok\n"
+		  "tcp ::ffff:127.0.0.3 EPERM\nudp ::ffff:127.0.0.3 EPERM\n" },
+		{ "eg-restricted", "egress_restricted", NULL,
+		  "tcp 127.0.0.1 ok\nudp 127.0.0.1 ok\ntcp 127.0.0.2 EPERM\nudp 127.0.0.2 EPERM\n"
+		  "tcp 127.0.0.3 EPERM\nudp 127.0.0.3 EPERM\ntcp ::1 ok\nudp ::1 ok\n"
+		  "tcp ::ffff:127.0.0.3 EPERM\nudp ::ffff:127.0.0.3 EPERM\n" },
+		{ "eg-full", "full", NULL,
+		  "tcp 127.0.0.1 ok\nudp 127.0.0.1 ok\ntcp 127.0.0.2 ok\nudp 127.0.0.2 ok\n"
+		  "tcp 127.0.0.3 ok\nudp 127.0.0.3 ok\ntcp ::1 ok\nudp ::1 ok\n"
+		  "tcp ::ffff:127.0.0.3 ok\nudp ::ffff:127.0.0.3 ok\n" },
+	};
+	static const char *const addrs[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "::1" };
+	int fds[BM_ARRAY_SIZE(addrs)];
+	char log[PATH_MAX + 64], port_s[8];
+	static char buf[4096];
+	unsigned short port = 0;
+	json_t *e, *sb, *req;
+	unsigned int i;
+	int st;
+
+	for (i = 0; i < BM_ARRAY_SIZE(addrs); i++)
+		fds[i] = listen_on(addrs[i], &port);
+	snprintf(port_s, sizeof(port_s), "%u", port);
+	agent_start("8", "16");
+	for (i = 0; i < BM_ARRAY_SIZE(cases); i++) {
+		sb = json_pack("{s:s, s:i}", "network_policy", cases[i].policy, "timeout_seconds", 20);
+		if (cases[i].cidr)
+			json_object_set_new(sb, "allowed_egress_cidrs", json_pack("[s]", cases[i].cidr));
+		e = NULL;
+		req = launch_req(cases[i].id, "bm-probe", port_s, "127.0.0.1", "127.0.0.2", "127.0.0.3", "::1",
+				 "::ffff:127.0.0.3", NULL);
+		json_object_set_new(req, "sandbox", sb);
+		st = call("POST", "/v1/effects", req, &e);
+		if (st != 201)
+			fail_msg("POST %s: %d %s", cases[i].id, st, e ? json_dumps(e, JSON_COMPACT) : "");
+		snprintf(log, sizeof(log), "%s/logs/%s.%s.log", ag.state, jstr(e, "tenant"), cases[i].id);
+		json_decref(e);
+		e = wait_final(cases[i].id, 30000);
+		assert_string_equal(jstr(e, "state"), "succeeded");
+		json_decref(e);
+		if (bm_read_file(AT_FDCWD, log, buf, sizeof(buf)) < 0)
+			fail_msg("no log at %s", log);
+		if (strcmp(buf, cases[i].want))
+			fail_msg("%s (%s): it said\n%sexpected\n%s", cases[i].id, cases[i].policy, buf,
+				 cases[i].want);
+	}
+	for (i = 0; i < BM_ARRAY_SIZE(addrs); i++)
+		close(fds[i]);
+	finish(state);
+}
+
 /* ppid and comm of pid from /proc/PID/stat: 0, or -1 if it is gone (or a zombie). */
 static int proc_stat(pid_t pid, pid_t *ppid, char *comm, size_t len)
 {
@@ -610,6 +720,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_run_client, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_spawner, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_sandbox, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_egress, setup_agent, teardown_agent),
 	};
 	size_t n;
 	int rc = runner_init("test_agent");

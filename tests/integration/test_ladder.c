@@ -107,9 +107,11 @@ static void check_forkbomb(struct fx *f, bool meter_only)
 	assert_true(jnum(r->o, "wall_seconds") < 0.5);
 	/*
 	 * A controller never lets it pass 32. The meter kills the task that makes
-	 * the 33rd, and every task of the cgroup at its next fork or fault.
+	 * the 33rd, and every task of the cgroup at its next fork or fault; forks
+	 * already inside the kernel then complete: one per CPU here, more under
+	 * emulation (BM_VM), where a task is often preempted in the middle of one.
 	 */
-	assert_true(jint(r->o, "peak.pids") >= 32 && jint(r->o, "peak.pids") <= (meter_only ? 34 : 32));
+	assert_between((double)jint(r->o, "peak.pids"), 32, meter_only ? (getenv("BM_VM") ? 40 : 34) : 32);
 	assert_false(jget(r->o, "retry.eligible") == json_true());
 	assert_non_null(strstr(jstr(r->o, "retry.advice"), "--pids"));
 	check_metered(f, r->o, 10);
