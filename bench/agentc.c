@@ -35,17 +35,16 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "common.h"
 
 #define CALL_MS 30000
 
 static const char *sock;
 
+/* CLOCK_MONOTONIC, signed: the figures are differences */
 static long long now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	return (long long)bm_now_ns();
 }
 
 static int fork_exec(char *const argv[])
@@ -70,13 +69,9 @@ static int fork_exec(char *const argv[])
 
 static long long read_stamp(const char *path)
 {
-	char buf[64] = { 0 };
-	int fd = open(path, O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	char buf[64];
 
-	if (fd >= 0)
-		close(fd);
-	return n > 0 ? atoll(buf) : 0;
+	return bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) > 0 ? atoll(buf) : 0;
 }
 
 static int post(const char *id, json_t *argv, long long *rtt)

@@ -1474,38 +1474,20 @@ def meminfo(key):
 
 
 def shims_pss(agent_pid):
-    """kB: the proportional set size of the effects' shims (bm-shim: the children of the
-    agent's spawner, or of the agent itself when it has none) and of the spawner"""
-    def children(pid):
-        kids = set()
-        try:
-            for t in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{t}/children") as fh:
-                    kids |= {int(x) for x in fh.read().split()}
-        except OSError:
-            pass
-        return kids
-
-    def comm(pid):
-        try:
-            with open(f"/proc/{pid}/comm") as fh:
-                return fh.read().strip()
-        except OSError:
-            return ""
-
+    """kB: the proportional set size of the agent's bm-spawner and of the effects'
+    shims (bm-shim, the spawner's children, or the agent's own when it has none)"""
     tot, n = 0, 0
-    procs = set()
-    for k in children(agent_pid):
-        procs.add(k)
-        if comm(k) == "bm-spawner":
-            procs |= children(k)
-    for k in procs:
+    for k in descendants(agent_pid)[1:]:
         try:
+            with open(f"/proc/{k}/comm") as fh:
+                comm = fh.read().strip()
+            if comm not in ("bm-spawner", "bm-shim"):
+                continue
             with open(f"/proc/{k}/smaps_rollup") as fh:
                 for line in fh:
                     if line.startswith("Pss:"):
                         tot += int(line.split()[1])
-                        n += comm(k) == "bm-shim"
+                        n += comm == "bm-shim"
         except OSError:
             pass
     return (tot, n)
