@@ -103,18 +103,10 @@ int bm_egress_allow(struct __sk_buff *skb)
 	struct bm_egress_key k = {};
 	__u32 v4;
 
-	key_id(&k, bpf_skb_cgroup_id(skb));
-	if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		if (bpf_skb_load_bytes(skb, IP_DADDR, &v4, 4))
-			return 0;
-		k.data[18] = 0xff;
-		k.data[19] = 0xff;
-		__builtin_memcpy(k.data + 20, &v4, 4);
-	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
-		if (bpf_skb_load_bytes(skb, IP6_DADDR, k.data + 8, 16))
-			return 0;
-	} else {
+	if (skb->protocol == bpf_htons(ETH_P_IP))
+		return !bpf_skb_load_bytes(skb, IP_DADDR, &v4, 4) && allow4(bpf_skb_cgroup_id(skb), v4);
+	if (skb->protocol != bpf_htons(ETH_P_IPV6))
 		return 1;
-	}
-	return allowed(&k);
+	key_id(&k, bpf_skb_cgroup_id(skb));
+	return !bpf_skb_load_bytes(skb, IP6_DADDR, k.data + 8, 16) && allowed(&k);
 }

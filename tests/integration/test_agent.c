@@ -585,25 +585,20 @@ static bool log_has(const char *log, const char *needle)
 	return bm_read_file(AT_FDCWD, log, buf, sizeof(buf)) > 0 && strstr(buf, needle);
 }
 
-/* The agent's child named bm-spawner, or 0. */
+/* The agent's child named bm-spawner, or 0 (its children from /proc: CONFIG_PROC_CHILDREN). */
 static pid_t find_spawner(pid_t agent)
 {
 	char comm[32], path[64], buf[4096], *tok, *save;
 	pid_t ppid, pid;
 
-	/* its children, from the thread of the same id (CONFIG_PROC_CHILDREN), else every pid */
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)agent, (int)agent);
-	if (bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) >= 0) {
-		for (tok = strtok_r(buf, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
-			pid = atoi(tok);
-			if (!proc_stat(pid, &ppid, comm, sizeof(comm)) && !strcmp(comm, "bm-spawner"))
-				return pid;
-		}
-		return 0;
-	}
-	for (pid = 2; pid < 4194304; pid++)
-		if (!proc_stat(pid, &ppid, comm, sizeof(comm)) && ppid == agent && !strcmp(comm, "bm-spawner"))
+	if (bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		fail_msg("%s: %s", path, strerror(errno));
+	for (tok = strtok_r(buf, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+		pid = atoi(tok);
+		if (!proc_stat(pid, &ppid, comm, sizeof(comm)) && !strcmp(comm, "bm-spawner"))
 			return pid;
+	}
 	return 0;
 }
 
