@@ -32,14 +32,9 @@ void ag_sample(struct bm_agent *a, struct ag_effect *e)
 	if (!e->sup.metered || bm_loader__read(a->loader, e->sup.cg, &m))
 		return;
 	now_win = bm_now_ns() / m.window_ns;
-	/* an ended effect's timeline stops at its last window, as its totals do (bm_sup__finish) */
-	if (e->sup.end_ns) {
-		uint64_t end = e->sup.end_ns / m.window_ns;
-
-		end = end > m.last_win ? end : m.last_win;
-		end = end > m.lvl_win ? end : m.lvl_win;
-		now_win = end + 1 < now_win ? end + 1 : now_win;
-	}
+	/* an ended effect's timeline stops at its last window, as its totals do */
+	if (e->sup.end_ns && bm_window_last(&m, e->sup.end_ns) + 1 < now_win)
+		now_win = bm_window_last(&m, e->sup.end_ns) + 1;
 	if (!e->series_next_win) {
 		e->series_next_win = m.first_win;
 		e->series.window_ns = m.window_ns;

@@ -132,16 +132,18 @@ static int launch(struct bm_agent *a, struct ag_effect *e)
 	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	exec_opts(e, &x, log_fd, null_fd);
 	join = bm_ceilings_join_fds(&e->sup.ceil, &n);
-	ret = bm_spawner__shim(a->spawner, e->sup.cg->dirfd, join, n, e->req.argv, &x, e->status_path,
-			       &e->shim, &pid);
-	if (a->spawner && (ret == -EPIPE || ret == -ECONNRESET)) {
-		bm_warn("the spawner is gone: the agent forks its shims itself from now on");
-		bm_spawner__free(a->spawner);
-		a->spawner = NULL;
-	}
-	if (!a->spawner)
+	ret = a->spawner ? bm_spawner__shim(a->spawner, e->sup.cg->dirfd, join, n, e->req.argv, &x,
+					    e->status_path, &e->shim, &pid)
+			 : -EPIPE;
+	if (ret == -EPIPE || ret == -ECONNRESET) {
+		if (a->spawner) {
+			bm_warn("the spawner is gone: the agent forks its shims itself from now on");
+			bm_spawner__free(a->spawner);
+			a->spawner = NULL;
+		}
 		ret = bm_effect_shim(e->sup.cg->dirfd, join, n, e->req.argv, &x, e->status_path, &e->shim,
 				     &pid);
+	}
 	if (log_fd >= 0)
 		close(log_fd);
 	if (null_fd >= 0)

@@ -468,7 +468,6 @@ static void classify(struct bm_sup *s)
 void bm_sup__finish(struct bm_sup *s)
 {
 	struct bm_meter m;
-	uint64_t end;
 	int err;
 
 	/* it never got as far as a cgroup and a meter: what the caller put in out stands */
@@ -480,12 +479,8 @@ void bm_sup__finish(struct bm_sup *s)
 	s->out.wall_ns = s->end_ns - s->start_ns;
 	classify(s);
 	err = bm_loader__read(s->loader, s->cg, &m);
-	if (!err) {
-		/* exits and frees after the end are still events of the effect */
-		end = s->end_ns / m.window_ns;
-		end = end > m.last_win ? end : m.last_win;
-		err = bm_window_finalize(&m, end > m.lvl_win ? end : m.lvl_win, &s->sum);
-	}
+	if (!err)
+		err = bm_window_finalize(&m, bm_window_last(&m, s->end_ns), &s->sum);
 	if (err) {
 		s->out.reason = BM_REASON_METER_ERROR;
 		s->out.by = "burstmeter";

@@ -57,6 +57,14 @@ static void close_n(struct bm_summary *s, int d, uint64_t v, uint64_t n)
 static const int flows[] = { BM_DIM_CPU, BM_DIM_NET, BM_DIM_RUNQ };
 static const int levels[] = { BM_DIM_MEM, BM_DIM_PIDS };
 
+uint64_t bm_window_last(const struct bm_meter *m, uint64_t end_ns)
+{
+	uint64_t end = end_ns / m->window_ns;
+
+	end = end > m->last_win ? end : m->last_win;
+	return end > m->lvl_win ? end : m->lvl_win;
+}
+
 int bm_window_finalize(const struct bm_meter *m, uint64_t end_win, struct bm_summary *s)
 {
 	uint64_t total, flow_windows, x;

@@ -30,6 +30,11 @@ struct bm_summary {
  * -EINVAL if end_win precedes the meter.
  */
 int bm_window_finalize(const struct bm_meter *m, uint64_t end_win, struct bm_summary *s);
+/*
+ * The last window of an effect that ended at end_ns: that one, or a later
+ * one an event of it reached (exits and frees after the end are still its).
+ */
+uint64_t bm_window_last(const struct bm_meter *m, uint64_t end_ns);
 
 /* Flow d's raw value in window x while it is open (the sum of its lanes); 0 if its slot moved on. */
 double bm_window_flow(const struct bm_meter *m, int d, uint64_t x);
