@@ -58,7 +58,7 @@ static int make_timers(struct bm_sup *s);
 /* Crossing thresholds (per window) and kernel kill levels from the policy. */
 static void kernel_levels(struct bm_sup *s, uint64_t thresh[BM_DIM__MAX], uint64_t kill_at[BM_DIM__MAX])
 {
-	double W = (double)s->o.window_ns;
+	double W = (double)s->o.window_ns, t;
 	int p;
 
 	memset(thresh, 0, sizeof(uint64_t) * BM_DIM__MAX);
@@ -73,9 +73,16 @@ static void kernel_levels(struct bm_sup *s, uint64_t thresh[BM_DIM__MAX], uint64
 			lvl = 0.9 * r->hard;
 		if (!lvl)
 			continue;
-		thresh[d] = (uint64_t)(p == BM_P_CPU ? lvl * W : p == BM_P_NET ? lvl * W / 1e9 : lvl);
-		if (!thresh[d])
-			thresh[d] = 1;
+		t = p == BM_P_CPU ? lvl * W : p == BM_P_NET ? lvl * W / 1e9 : lvl;
+		/*
+		 * Rounded up: what crosses it is at the level, so evaluate() finds
+		 * it near. Rounded down, 28 tasks crossed 28.8 (0.9 of 32), looked
+		 * not near, and a fork bomb that reached 32 inside that window,
+		 * where the pids controller held it, was never looked at again.
+		 */
+		thresh[d] = (uint64_t)t;
+		if ((double)thresh[d] < t || !thresh[d])
+			thresh[d]++;
 		/* past a ceiling no controller holds, the kernel kills on the spot */
 		if (r->ceiling && !s->ceil.controller[p] && !s->o.no_fast_path)
 			kill_at[d] = (uint64_t)r->hard + 1;
