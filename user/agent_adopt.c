@@ -5,6 +5,7 @@
  * window (sampled from the meter for event streams and the stored
  * timeline).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -211,6 +212,96 @@ static int adopt_row(const struct bm_effect_row *row, void *ctx)
 	return 0;
 }
 
+/*
+ * name is "burstmeter.<tenant>.<id>" and both may hold dots: the split whose
+ * (tenant, id) is in our store. True and the effect's live entry in *live
+ * (NULL if none), or false: not one of ours (another agent's, a run's).
+ */
+static bool ours(struct bm_agent *a, const char *name, struct ag_effect **live)
+{
+	char tenant[BM_NAME_MAX + 1];
+	struct bm_effect_row row;
+	const char *rest, *dot;
+	bool found = false;
+
+	if (strncmp(name, "burstmeter.", 11))
+		return false;
+	rest = name + 11;
+	for (dot = strchr(rest, '.'); dot && !found; dot = strchr(dot + 1, '.')) {
+		if (dot - rest > BM_NAME_MAX)
+			break;
+		snprintf(tenant, sizeof(tenant), "%.*s", (int)(dot - rest), rest);
+		if (!bm_valid_name(tenant) || !bm_valid_name(dot + 1))
+			continue;
+		memset(&row, 0, sizeof(row));
+		if (bm_store__get(a->store, tenant, dot + 1, &row))
+			continue;
+		bm_effect_row_clear(&row);
+		*live = ag_find(a, tenant, dot + 1);
+		found = true;
+	}
+	return found;
+}
+
+/*
+ * What an agent killed mid-way left behind: the cgroup of an effect it had
+ * finished (stored) but not yet removed, or had made but not yet recorded,
+ * and shim status files. Nothing an adopted effect holds, and only cgroups
+ * our store names: the same parent may hold another agent's or a run's.
+ */
+static void sweep(struct bm_agent *a)
+{
+	char path[PATH_MAX], file[PATH_MAX];
+	struct ag_effect *live;
+	struct dirent *de;
+	unsigned int n = 0;
+	DIR *d;
+
+	d = opendir(a->parent);
+	while (d && (de = readdir(d))) {
+		struct bm_sup s;
+
+		if (de->d_type != DT_DIR || !ours(a, de->d_name, &live) || (live && live->sup.cg))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", a->parent, de->d_name) >= (int)sizeof(path))
+			continue;
+		bm_sup__init(&s);
+		s.cg = bm_cgroup__open(path);
+		if (!s.cg)
+			continue;
+		s.loader = a->loader;
+		bm_ceilings_adopt(&a->env, s.cg, de->d_name, &s.ceil);
+		s.metered = true;	/* its meter, if any, goes too */
+		if (bm_sup__release(&s))
+			bm_warn("failed to remove %s, left by an earlier agent", path);
+		else
+			n++;
+	}
+	if (d)
+		closedir(d);
+	d = snprintf(path, sizeof(path), "%s/run", a->cfg.state_dir) < (int)sizeof(path) ? opendir(path) : NULL;
+	while (d && (de = readdir(d))) {
+		bool keep = false;
+		unsigned int i;
+		size_t len;
+
+		if (de->d_type != DT_REG || snprintf(file, sizeof(file), "%s/%s", path, de->d_name) >= (int)sizeof(file))
+			continue;
+		/* an adopted effect's status file, or the shim's .tmp of it */
+		for (i = 0; i < a->n_eff && !keep; i++) {
+			len = strlen(a->eff[i]->status_path);
+			keep = len && !strncmp(file, a->eff[i]->status_path, len) &&
+			       (!file[len] || !strcmp(file + len, ".tmp"));
+		}
+		if (!keep)
+			unlink(file);
+	}
+	if (d)
+		closedir(d);
+	if (n)
+		bm_info("removed %u cgroups of ended effects that an earlier agent left", n);
+}
+
 void ag_adopt(struct bm_agent *a)
 {
 	struct adopt_ctx c = { a, 0 };
@@ -229,4 +320,5 @@ void ag_adopt(struct bm_agent *a)
 	bm_store__list(a->store, NULL, BM_ST_FROZEN, UINT_MAX, adopt_row, &c);
 	if (c.n)
 		bm_info("re-adopted %u effects (%u queued)", c.n, a->queued);
+	sweep(a);
 }

@@ -374,6 +374,8 @@ static void test_agent_kill9_readopt(void **state)
 	for (i = 0; i < 20; i++) {
 		snprintf(id, sizeof(id), "k%d", i);
 		e = wait_final(id, 30000);
+		integ_note("%s: %s, cpu %.6f s, cgroup's cpu.stat %.6f s", id, jstr(e, "state"),
+			   jnum(e, "outcome.totals.cpu_seconds"), jnum(e, "outcome.meter.cgroup_cpu_seconds"));
 		if (strcmp(jstr(e, "state"), "succeeded"))
 			fail_msg("%s ended %s (%s)", id, jstr(e, "state"), jstr(e, "outcome.termination.reason"));
 		assert_int_equal(jint(e, "outcome.exit.code"), 0);
@@ -383,6 +385,66 @@ static void test_agent_kill9_readopt(void **state)
 			       -0.002, 0.002);
 		json_decref(e);
 	}
+	finish(state);
+}
+
+/*
+ * What a killed agent leaves between storing an outcome and removing the
+ * cgroup (or between making a cgroup and recording it): the next agent
+ * kills what runs there and removes it, and the stale shim status file;
+ * a cgroup of the same shape that its store does not know stays.
+ */
+static void test_agent_sweeps_leftovers(void **state)
+{
+	char cg[PATH_MAX], foreign[PATH_MAX + 64], procs[PATH_MAX + 16], status[PATH_MAX + 64];
+	json_t *e = NULL;
+	int p[2], st;
+	FILE *f;
+	pid_t pid;
+	char c;
+
+	agent_start("8", "16");
+	assert_int_equal(call("POST", "/v1/effects", launch_req("s1", "bm-sleeper", "10", NULL), &e), 201);
+	json_decref(e);
+	e = wait_final("s1", 20000);
+	assert_string_equal(jstr(e, "state"), "succeeded");
+	snprintf(cg, sizeof(cg), "%s", jstr(e, "outcome.cgroup"));
+	json_decref(e);
+	st = agent_stop(SIGTERM);
+	assert_true(WIFEXITED(st) && !WEXITSTATUS(st));
+
+	/* as if the agent had died after storing s1's outcome: its cgroup, with a process in it */
+	assert_int_equal(mkdir(cg, 0755), 0);
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	if (!pid) {
+		close(p[0]);
+		if (bm_write_file(AT_FDCWD, procs, "0") < 0)
+			_exit(1);
+		close(p[1]);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &c, 1), 0);	/* it is in */
+	close(p[0]);
+	snprintf(foreign, sizeof(foreign), "%s.notours", cg);
+	assert_int_equal(mkdir(foreign, 0755), 0);
+	snprintf(status, sizeof(status), "%s/run/%s.gone.status", ag.state, token);
+	f = fopen(status, "we");
+	assert_non_null(f);
+	fputs("W 0\n", f);
+	assert_int_equal(fclose(f), 0);
+
+	agent_start("8", "16");
+	if (access(cg, F_OK) == 0)
+		fail_msg("%s is still there", cg);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	assert_int_equal(access(status, F_OK), -1);
+	assert_int_equal(access(foreign, F_OK), 0);
+	assert_int_equal(rmdir(foreign), 0);
 	finish(state);
 }
 
@@ -711,6 +773,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_bad_requests, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_queue_full, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_kill9_readopt, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_sweeps_leftovers, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_corrupt_store, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_run_client, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_spawner, setup_agent, teardown_agent),
