@@ -246,7 +246,8 @@ static void test_hist_effect(void **state)
 	struct proc run, p;
 	struct hists h;
 
-	run = start_spike(f, "60");
+	/* two hists each load their own meter first: seconds each under emulation */
+	run = start_spike(f, getenv("BM_VM") ? "150" : "60");
 	p = start_cmd("hist", "--effect", f->id, NULL);
 	finish_into(f, &p, &life);
 	if (life.status)
