@@ -113,11 +113,14 @@ static void test_agent_launch(void **state)
 		   jint(o, "totals.windows"));
 	assert_int_equal(jint(o, "timeline.step_windows"), 1);
 	/*
-	 * Under emulation (BM_VM) a tick can come over 120 ms late, and the ring
-	 * turns over before the read: a window or two may be missing there.
+	 * Under emulation (BM_VM) the agent's tick can come over 120 ms late and
+	 * the ring turns over before the read: qemu runs the two vCPUs in turn,
+	 * up to 100 ms each while both are busy (more on a loaded host: 15 of 59
+	 * windows went with two host cores busy). A quarter may be missing there.
 	 */
 	assert_between((double)json_array_size(jget(o, "timeline.cpu_cores")),
-		       jint(o, "totals.windows") - (getenv("BM_VM") ? 2 : 0), jint(o, "totals.windows"));
+		       getenv("BM_VM") ? 0.75 * jint(o, "totals.windows") : jint(o, "totals.windows"),
+		       jint(o, "totals.windows"));
 	assert_int_equal(json_array_size(jget(e, "transitions")), 3);
 	body = json_dumps(jget(e, "transitions"), JSON_COMPACT);
 	assert_non_null(strstr(body, "queued"));
