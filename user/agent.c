@@ -156,7 +156,7 @@ void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
 	track_ladder(a, e);
 	ag_retry_backoff(a, e);
 	j = bm_outcome_json(o);
-	if (j && e->series.n)
+	if (j && bm_series_len(&e->series))
 		json_object_set_new(j, "timeline", ag_timeline_json(&e->series));
 	text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
 	st = final_state(o);

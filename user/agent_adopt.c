@@ -19,7 +19,8 @@
 #include "common.h"
 #include "policy_yaml.h"
 
-#define SERIES_MAX 360000
+/* An effect's series: at most this many points, however long it lives (80 kB). */
+#define SERIES_POINTS 4096
 #define TIMELINE_POINTS 1000
 
 void ag_sample(struct bm_agent *a, struct ag_effect *e)
@@ -39,11 +40,12 @@ void ag_sample(struct bm_agent *a, struct ag_effect *e)
 	if (!e->series_next_win) {
 		e->series_next_win = m.first_win;
 		e->series.window_ns = m.window_ns;
+		e->series.max = SERIES_POINTS;
 	}
 	/* windows older than the ring are gone: start where the ring does */
 	if (e->series_next_win + BM_RING <= now_win)
 		e->series_next_win = now_win - BM_RING + 1;
-	for (x = e->series_next_win; x < now_win && e->series.n < SERIES_MAX; x++) {
+	for (x = e->series_next_win; x < now_win; x++) {
 		for (d = 0; d < BM_FLOWS; d++)
 			v[d] = bm_window_display(d, bm_window_flow(&m, d, x), m.window_ns);
 		/* levels: this window's peak if it is the level window, else where it stands */
@@ -102,22 +104,22 @@ void ag_tick(struct bm_agent *a)
 
 json_t *ag_timeline_json(const struct bm_series *s)
 {
-	size_t step = (s->n + TIMELINE_POINTS - 1) / TIMELINE_POINTS, i, j;
+	size_t n = bm_series_len(s), step = (n + TIMELINE_POINTS - 1) / TIMELINE_POINTS, i, j;
 	json_t *t = json_object();
 	int d;
 
 	step = step ? step : 1;
 	json_object_set_new(t, "window_ms", json_real(s->window_ns / 1e6));
-	/* each point is the largest of `step` windows: a one-window burst still shows */
-	json_object_set_new(t, "step_windows", json_integer((json_int_t)step));
+	/* each point is the largest of its windows: a one-window burst still shows */
+	json_object_set_new(t, "step_windows", json_integer((json_int_t)(step * bm_series_step(s))));
 	for (d = 0; d < BM_DIM__MAX; d++) {
 		json_t *arr = json_array();
 
-		for (i = 0; i < s->n; i += step) {
+		for (i = 0; i < n; i += step) {
 			float mx = 0;
 
-			for (j = i; j < i + step && j < s->n; j++)
-				mx = s->v[d][j] > mx ? s->v[d][j] : mx;
+			for (j = i; j < i + step && j < n; j++)
+				mx = bm_series_at(s, d, j) > mx ? bm_series_at(s, d, j) : mx;
 			json_array_append_new(arr, json_real(mx));
 		}
 		json_object_set_new(t, bm_window_dim_name(d), arr);

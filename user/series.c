@@ -65,7 +65,7 @@ static double clean(double v)
 	return isfinite(v) && v > 0 ? v : 0;
 }
 
-int bm_series_push(struct bm_series *s, const double v[BM_DIM__MAX])
+static int append(struct bm_series *s, const double v[BM_DIM__MAX])
 {
 	int d;
 
@@ -90,6 +90,54 @@ int bm_series_push(struct bm_series *s, const double v[BM_DIM__MAX])
 	return 0;
 }
 
+int bm_series_push(struct bm_series *s, const double v[BM_DIM__MAX])
+{
+	double p[BM_DIM__MAX];
+	size_t i;
+	int d, err;
+
+	if (!s->max)
+		return append(s, v);
+	if (!s->step)
+		s->step = 1;
+	for (d = 0; d < BM_DIM__MAX; d++)
+		if (!s->part_n || clean(v[d]) > s->part[d])
+			s->part[d] = (float)clean(v[d]);
+	if (++s->part_n < s->step)
+		return 0;
+	for (d = 0; d < BM_DIM__MAX; d++)
+		p[d] = s->part[d];
+	err = append(s, p);
+	if (err)
+		return err;
+	s->part_n = 0;
+	/* an odd max is taken as the even one above it */
+	if (s->n < s->max + (s->max & 1))
+		return 0;
+	/* full: pairs merge (their maximum), and a point covers twice the windows */
+	for (d = 0; d < BM_DIM__MAX; d++)
+		for (i = 0; i < s->n / 2; i++)
+			s->v[d][i] = s->v[d][2 * i] > s->v[d][2 * i + 1] ? s->v[d][2 * i] : s->v[d][2 * i + 1];
+	s->n /= 2;
+	s->step *= 2;
+	return 0;
+}
+
+size_t bm_series_len(const struct bm_series *s)
+{
+	return s->n + (s->max && s->part_n ? 1 : 0);
+}
+
+float bm_series_at(const struct bm_series *s, int d, size_t i)
+{
+	return i < s->n ? s->v[d][i] : s->part[d];
+}
+
+uint64_t bm_series_step(const struct bm_series *s)
+{
+	return s->max && s->step ? s->step : 1;
+}
+
 void bm_series_free(struct bm_series *s)
 {
 	int d;
@@ -101,6 +149,7 @@ void bm_series_free(struct bm_series *s)
 		s->v[d] = NULL;
 	}
 	s->n = s->cap = 0;
+	s->step = s->part_n = 0;
 }
 
 /* Length of the UTF-8 character at s; 0 if malformed, overlong or not allowed in XML. */
@@ -430,7 +479,9 @@ static void geom_make(struct geom *g, const struct bm_timeline *t, const struct 
 {
 	size_t i;
 
-	g->win_ms = (double)(t->s->window_ns ? t->s->window_ns : BM_WINDOW_NS_DEFAULT) / 1e6;
+	/* a point of a bounded series spans step windows (its open point is not drawn) */
+	g->win_ms = (double)(t->s->window_ns ? t->s->window_ns : BM_WINDOW_NS_DEFAULT) / 1e6 *
+		    (double)bm_series_step(t->s);
 	g->tmax_ms = (double)t->s->n * g->win_ms;
 	for (i = 0; i < n; i++)	/* an action after the last window still gets drawn */
 		if (m[i].at_ms > g->tmax_ms)

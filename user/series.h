@@ -15,9 +15,19 @@
 #include "bm_abi.h"
 
 struct bm_series {
-	uint64_t window_ns;
-	size_t n, cap;			/* windows recorded */
-	float *v[BM_DIM__MAX];		/* v[d][i]: window i of dimension d, display units */
+	uint64_t window_ns;		/* one window */
+	size_t n, cap;			/* points recorded */
+	float *v[BM_DIM__MAX];		/* v[d][i]: point i of dimension d, display units */
+	/*
+	 * Bounded (max > 0, even): a point is the maximum of `step` windows.
+	 * When max points are full, neighbours merge in pairs and step doubles,
+	 * so however long the effect lives it costs at most max points, and a
+	 * one-window burst stays in its point. The windows of the point still
+	 * open are in part (part_n of them). Unbounded (max 0): step stays 1.
+	 */
+	size_t max;
+	uint64_t step, part_n;
+	float part[BM_DIM__MAX];
 };
 
 struct bm_series_mark {
@@ -34,13 +44,19 @@ struct bm_timeline {
 };
 
 /*
- * Append window i's values (display units) for every dimension; grows as
- * needed. Returns 0 or -ENOMEM. Start from a zeroed struct with window_ns
- * set. NaN, inf and negative values are stored as 0.
+ * Append the next window's values (display units) for every dimension;
+ * grows as needed (a bounded series up to max points). Returns 0 or
+ * -ENOMEM. Start from a zeroed struct with window_ns (and max) set. NaN,
+ * inf and negative values are stored as 0.
  */
 int bm_series_push(struct bm_series *s, const double v[BM_DIM__MAX]);
-/* Free the arrays and zero the counts (window_ns is kept); NULL is fine. */
+/* Free the arrays and zero the counts (window_ns and max are kept); NULL is fine. */
 void bm_series_free(struct bm_series *s);
+/* Points, the open one of a bounded series included; point i of dimension d. */
+size_t bm_series_len(const struct bm_series *s);
+float bm_series_at(const struct bm_series *s, int d, size_t i);
+/* Windows per point (1 for an unbounded series). */
+uint64_t bm_series_step(const struct bm_series *s);
 
 /*
  * Write the timeline as one SVG document: a panel per dimension (CPU cores,

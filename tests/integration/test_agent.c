@@ -392,6 +392,44 @@ static void test_agent_kill9_readopt(void **state)
 }
 
 /*
+ * An effect longer than the agent keeps points for (4,096): 9 s of 2 ms
+ * windows. Its timeline still covers its whole life, in at most 1,000
+ * points of several windows each, and its 10 ms spikes of a full core
+ * still stand at a full core in them.
+ */
+static void test_agent_long_timeline(void **state)
+{
+	json_t *e = NULL, *req;
+	double step, pts, top = 0;
+	size_t i;
+
+	agent_start("8", "16");
+	req = launch_req("long", "bm-spike", "10", "100", "90", NULL);
+	json_object_set_new(req, "window_ms", json_integer(2));
+	assert_int_equal(call("POST", "/v1/effects", req, &e), 201);
+	json_decref(e);
+	e = wait_final("long", 60000);
+	assert_string_equal(jstr(e, "state"), "succeeded");
+	step = (double)jint(e, "outcome.timeline.step_windows");
+	pts = (double)json_array_size(jget(e, "outcome.timeline.cpu_cores"));
+	integ_note("timeline: %.0f points of %.0f windows, totals.windows %lld", pts, step,
+		   jint(e, "outcome.totals.windows"));
+	assert_true(step >= 2);
+	assert_true(pts <= 1000);
+	/* every window in a point (the ring may turn over under emulation: see test_agent_launch) */
+	assert_between(pts * step, (getenv("BM_VM") ? 0.75 : 1) * jint(e, "outcome.totals.windows") - step,
+		       jint(e, "outcome.totals.windows") + step);
+	for (i = 0; i < (size_t)pts; i++) {
+		double v = json_number_value(json_array_get(jget(e, "outcome.timeline.cpu_cores"), i));
+
+		top = v > top ? v : top;
+	}
+	assert_true(top >= 0.9);
+	json_decref(e);
+	finish(state);
+}
+
+/*
  * What a killed agent leaves between storing an outcome and removing the
  * cgroup (or between making a cgroup and recording it): the next agent
  * kills what runs there and removes it, and the stale shim status file;
@@ -776,6 +814,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_bad_requests, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_queue_full, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_kill9_readopt, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_long_timeline, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_sweeps_leftovers, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_corrupt_store, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_run_client, setup_agent, teardown_agent),

@@ -182,6 +182,44 @@ static void test_series_push_grows_geometrically_and_cleans(void **state)
 	bm_series_free(NULL);
 }
 
+/*
+ * Bounded: 100,000 windows (1,000 s) into at most 64 points. The points stay
+ * a power-of-two number of windows each, every window is in exactly one
+ * point (the open one included), the one-window burst at 77,777 is in its
+ * point at full height, and memory never grows past 64 points.
+ */
+static void test_series_bounded_keeps_bursts_in_fixed_memory(void **state)
+{
+	struct bm_series s = { .window_ns = W_NS, .max = 64 };
+	uint64_t step, covered;
+	size_t i, burst_pt = 0;
+	float top = 0;
+
+	for (i = 0; i < 100000; i++) {
+		push(&s, i == 77777 ? 8.0 : 0.25, (double)i, 1, 0, 0);
+		assert_true(s.n < 64 && s.cap <= 256);
+	}
+	step = bm_series_step(&s);
+	assert_true(step >= 100000 / 64 && (step & (step - 1)) == 0);
+	covered = s.n * step + s.part_n;
+	assert_int_equal(covered, 100000);
+	assert_int_equal(bm_series_len(&s), s.n + (s.part_n > 0));
+	for (i = 0; i < bm_series_len(&s); i++) {
+		if (bm_series_at(&s, BM_DIM_CPU, i) > top) {
+			top = bm_series_at(&s, BM_DIM_CPU, i);
+			burst_pt = i;
+		}
+		/* a point is the maximum of its windows: memory rises by one each window */
+		assert_true(bm_series_at(&s, BM_DIM_MEM, i) ==
+			    (float)(i < s.n ? (i + 1) * step - 1 : 99999));
+	}
+	assert_true(top == 8.0f);
+	assert_int_equal(burst_pt, 77777 / step);
+	bm_series_free(&s);
+	assert_int_equal(bm_series_len(&s), 0);
+	assert_int_equal(s.max, 64);
+}
+
 static void test_series_svg_bursts_render(void **state)
 {
 	struct bm_series s = { .window_ns = W_NS };
@@ -472,6 +510,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_series_push_grows_geometrically_and_cleans),
+		cmocka_unit_test(test_series_bounded_keeps_bursts_in_fixed_memory),
 		cmocka_unit_test(test_series_svg_bursts_render),
 		cmocka_unit_test(test_series_svg_ramp_meets_its_ceiling),
 		cmocka_unit_test(test_series_svg_keeps_one_window_spike_in_20000),
