@@ -169,8 +169,6 @@ void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
 		ag_stream_push(e, json_pack("{s:s, s:O}", "type", "outcome", "outcome", j));
 	json_decref(j);
 	free(text);
-	ag_unwatch(a, e->sup.timer_fd);
-	ag_unwatch(a, e->sup.deadline_fd);
 	ag_unwatch(a, e->shim.pidfd);
 	err = bm_sup__release(&e->sup);
 	if (err)
@@ -223,9 +221,56 @@ static void on_event(const struct bm_event *ev, void *ctx)
 
 void ag_watch_effect(struct bm_agent *a, struct ag_effect *e)
 {
-	ag_watch(a, e->sup.timer_fd, &e->t_timer, AG_EFF_TIMER, e);
-	ag_watch(a, e->sup.deadline_fd, &e->t_deadline, AG_EFF_DEADLINE, e);
 	ag_watch(a, e->shim.pidfd, &e->t_shim, AG_EFF_SHIM, e);
+}
+
+/*
+ * Run the effects' timers that are due. From the last effect down: one
+ * that ends is swapped out by the last (already seen), and effects started
+ * meanwhile are appended past where we began (their turn comes with the
+ * next arming, at once if they are due).
+ */
+static void run_timers(struct bm_agent *a)
+{
+	uint64_t now = bm_now_ns();
+	unsigned int i;
+
+	for (i = a->n_eff; i-- > 0;) {
+		struct ag_effect *e;
+
+		if (i >= a->n_eff)
+			continue;
+		e = a->eff[i];
+		if (e->sup.deadline_at <= now)
+			bm_sup__on_deadline(&e->sup);
+		if (e->sup.timer_at <= now)
+			on_effect_timer(a, e);	/* may free e */
+	}
+}
+
+/* Arm the one timer at the earliest of the effects' (a scan: no syscall if it did not move). */
+static void arm_timers(struct bm_agent *a)
+{
+	struct itimerspec its = { 0 };
+	uint64_t at = UINT64_MAX;
+	unsigned int i;
+
+	for (i = 0; i < a->n_eff; i++) {
+		const struct bm_sup *s = &a->eff[i]->sup;
+
+		at = s->timer_at < at ? s->timer_at : at;
+		at = s->deadline_at < at ? s->deadline_at : at;
+	}
+	if (at == a->timers_at)
+		return;
+	a->timers_at = at;
+	if (at != UINT64_MAX) {
+		/* 0 would disarm: a time already past fires at once */
+		at = at ? at : 1;
+		its.it_value.tv_sec = at / BM_NSEC_PER_SEC;
+		its.it_value.tv_nsec = at % BM_NSEC_PER_SEC;
+	}
+	timerfd_settime(a->timers_fd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
 static void dispatch(struct bm_agent *a, struct ag_tag *t)
@@ -250,11 +295,12 @@ static void dispatch(struct bm_agent *a, struct ag_tag *t)
 		if (read(a->tick_fd, &ticks, sizeof(ticks)) > 0)
 			ag_tick(a);
 		break;
-	case AG_EFF_TIMER:
-		on_effect_timer(a, t->ptr);
-		break;
-	case AG_EFF_DEADLINE:
-		bm_sup__on_deadline(&((struct ag_effect *)t->ptr)->sup);
+	case AG_TIMERS:
+		if (read(a->timers_fd, &ticks, sizeof(ticks)) > 0) {
+			/* it fired: whatever arms it next must set it again */
+			a->timers_at = UINT64_MAX;
+			run_timers(a);
+		}
 		break;
 	case AG_EFF_SHIM:
 		on_shim(a, t->ptr);
@@ -333,12 +379,15 @@ static int setup(struct bm_agent *a)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	a->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	a->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (!a->exp || a->epfd < 0 || a->sigfd < 0 || a->tick_fd < 0)
+	a->timers_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	a->timers_at = UINT64_MAX;
+	if (!a->exp || a->epfd < 0 || a->sigfd < 0 || a->tick_fd < 0 || a->timers_fd < 0)
 		return bm_err("failed to set up the event loop: %s", strerror(errno)), -errno;
 	timerfd_settime(a->tick_fd, 0, &its, NULL);
 	ag_watch(a, a->sigfd, &a->t_sig, AG_SIGNAL, NULL);
 	ag_watch(a, bm_loader__event_fd(a->loader), &a->t_rb, AG_RINGBUF, NULL);
 	ag_watch(a, a->tick_fd, &a->t_tick, AG_TICK, NULL);
+	ag_watch(a, a->timers_fd, &a->t_timers, AG_TIMERS, NULL);
 	return ag_api_start(a);
 }
 
@@ -373,6 +422,8 @@ static void teardown(struct bm_agent *a)
 		close(a->sigfd);
 	if (a->tick_fd >= 0)
 		close(a->tick_fd);
+	if (a->timers_fd >= 0)
+		close(a->timers_fd);
 	free(a->eff);
 }
 
@@ -386,7 +437,7 @@ int bm_agent_run(const struct bm_agent_cfg *cfg)
 	if (!a)
 		return 1;
 	a->cfg = *cfg;
-	a->epfd = a->sigfd = a->tick_fd = a->listen_fd = a->metrics_fd = -1;
+	a->epfd = a->sigfd = a->tick_fd = a->timers_fd = a->listen_fd = a->metrics_fd = -1;
 	if (setup(a))
 		goto out;
 	ag_adopt(a);
@@ -397,6 +448,7 @@ int bm_agent_run(const struct bm_agent_cfg *cfg)
 	bm_info("try: curl --unix-socket %s http://localhost/v1/healthz, or "
 		"burstmeter run -- CMD (it goes through the agent); Ctrl-C stops it", a->cfg.socket);
 	while (!a->stopping) {
+		arm_timers(a);
 		n = epoll_wait(a->epfd, ev, BM_ARRAY_SIZE(ev), ag_api_timeout_ms(a));
 		if (n < 0 && errno != EINTR) {
 			bm_err("epoll_wait: %s", strerror(errno));

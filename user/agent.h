@@ -22,7 +22,7 @@ struct bm_agent;
 struct MHD_Connection;
 
 /* What an epoll event is about. */
-enum ag_kind { AG_SIGNAL, AG_RINGBUF, AG_API, AG_METRICS, AG_TICK, AG_EFF_TIMER, AG_EFF_DEADLINE, AG_EFF_SHIM };
+enum ag_kind { AG_SIGNAL, AG_RINGBUF, AG_API, AG_METRICS, AG_TICK, AG_TIMERS, AG_EFF_SHIM };
 
 struct ag_tag {
 	enum ag_kind kind;
@@ -54,7 +54,7 @@ struct ag_effect {
 	bool started;
 	uint64_t egress_cgid;		/* its allow-list is in the egress filter (0: none) */
 	uint64_t exit_wait_ns;		/* attached: the process is gone; its status may still come */
-	struct ag_tag t_timer, t_deadline, t_shim;
+	struct ag_tag t_shim;
 	struct bm_series series;	/* window by window, for streams and the timeline */
 	uint64_t series_next_win;	/* next window to record */
 	unsigned int actions_sent;	/* actions already streamed */
@@ -75,11 +75,18 @@ struct bm_agent {
 	char parent[PATH_MAX];
 	struct MHD_Daemon *api, *metrics;
 	int epfd, sigfd, tick_fd, listen_fd, metrics_fd;
+	/*
+	 * One timerfd for every effect's ladder and deadline (their timer_at
+	 * and deadline_at): an effect holds no timer fd of its own. Armed at
+	 * the earliest; timers_at is what it is armed at.
+	 */
+	int timers_fd;
+	uint64_t timers_at;
 	struct ag_effect **eff;
 	unsigned int n_eff, cap_eff, running, queued;
 	uint64_t seq;
 	bool stopping, scheduling;
-	struct ag_tag t_sig, t_rb, t_api, t_metrics, t_tick;
+	struct ag_tag t_sig, t_rb, t_api, t_metrics, t_tick, t_timers;
 };
 
 /* Run the agent until SIGTERM/SIGINT. Returns the exit status (0, 1 runtime failure). */

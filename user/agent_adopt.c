@@ -162,7 +162,8 @@ static void adopt_running(struct bm_agent *a, struct ag_effect *e, const struct 
 		e->sup.out.reason = BM_REASON_METER_ERROR;
 		e->sup.out.by = "burstmeter";
 		e->sup.phase = BM_SUP_DONE;
-		ag_watch_effect(a, e);
+		/* due at once: the agent's timers finish it (outcome, store) */
+		e->sup.timer_at = 0;
 		return;
 	}
 	/* the shim, if it still runs (and is the same process), says when the command ends */

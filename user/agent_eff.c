@@ -188,6 +188,7 @@ void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_op
 	so->limits.memory_bytes = e->req.sandbox.memory_limit;
 	so->limits.pids = e->req.sandbox.pids_limit;
 	so->limits.timeout_ns = e->req.sandbox.timeout_ns;
+	so->shared_timers = true;
 	bm_policy_default(&so->policy);
 	/* the policy was checked when the agent started; a file changed since falls back */
 	if (a->cfg.policy[0] && bm_policy_load_file(a->cfg.policy, e->tenant, e->tool, &so->policy, err, sizeof(err))) {

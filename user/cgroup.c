@@ -165,8 +165,8 @@ static int open_dir(struct bm_cgroup *cg)
 	cg->dirfd = open(cg->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg->dirfd < 0)
 		return -errno;
-	cg->events_fd = openat(cg->dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC);
-	if (cg->events_fd < 0)
+	/* a cgroup v2 directory (not its root): cgroup.events is there */
+	if (faccessat(cg->dirfd, "cgroup.events", F_OK, 0) < 0)
 		return -errno;
 	return bm_cgroup_id(cg->dirfd, &cg->id);
 }
@@ -178,7 +178,7 @@ struct bm_cgroup *bm_cgroup__open(const char *path)
 
 	if (!cg)
 		return NULL;
-	cg->dirfd = cg->events_fd = -1;
+	cg->dirfd = -1;
 	if (snprintf(cg->path, sizeof(cg->path), "%s", path) >= (int)sizeof(cg->path))
 		err = -ENAMETOOLONG;
 	else
@@ -199,7 +199,7 @@ struct bm_cgroup *bm_cgroup__create(const char *parent_dir, const char *name)
 	cg = calloc(1, sizeof(*cg));
 	if (!cg)
 		return NULL;
-	cg->dirfd = cg->events_fd = -1;
+	cg->dirfd = -1;
 	n = snprintf(cg->path, sizeof(cg->path), "%s/%s", parent_dir, name);
 	if (n < 0 || (size_t)n >= sizeof(cg->path)) {
 		err = -ENAMETOOLONG;
@@ -280,22 +280,27 @@ int bm_cgroup__kill(struct bm_cgroup *cg)
 int bm_cgroup__wait_empty(struct bm_cgroup *cg, int timeout_ms)
 {
 	uint64_t deadline = bm_now_ns() + (uint64_t)timeout_ms * BM_NSEC_PER_MSEC;
-	struct pollfd pfd = { .fd = cg->events_fd, .events = POLLPRI };
-	int populated;
+	/* opened here, not held: an effect that is not ending costs no fd for it */
+	struct pollfd pfd = { .fd = openat(cg->dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC), .events = POLLPRI };
+	int ret;
 
 	for (;;) {
-		uint64_t now;
-
-		populated = bm_cgroup__populated(cg);
-		if (populated <= 0)
-			return populated;
-		now = bm_now_ns();
-		if (now >= deadline)
-			return -ETIMEDOUT;
+		ret = bm_cgroup__populated(cg);
+		if (ret <= 0)
+			break;
+		if (bm_now_ns() >= deadline) {
+			ret = -ETIMEDOUT;
+			break;
+		}
 		/* cgroup.events raises POLLPRI on change; cap each wait in case we missed one */
-		if (poll(&pfd, 1, 50) < 0 && errno != EINTR)
-			return -errno;
+		if (poll(&pfd, 1, 50) < 0 && errno != EINTR) {
+			ret = -errno;
+			break;
+		}
 	}
+	if (pfd.fd >= 0)
+		close(pfd.fd);
+	return ret;
 }
 
 int bm_cgroup__freeze(struct bm_cgroup *cg, bool frozen)
@@ -344,8 +349,6 @@ void bm_cgroup__free(struct bm_cgroup *cg)
 {
 	if (!cg)
 		return;
-	if (cg->events_fd >= 0)
-		close(cg->events_fd);
 	if (cg->dirfd >= 0)
 		close(cg->dirfd);
 	free(cg);

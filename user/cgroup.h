@@ -38,7 +38,6 @@ int bm_cgroup_env_self_dir(const struct bm_cgroup_env *env, char *buf, size_t le
 struct bm_cgroup {
 	char path[PATH_MAX];
 	int dirfd;		/* O_DIRECTORY fd: CLONE_INTO_CGROUP, cgroup storage key */
-	int events_fd;		/* cgroup.events, for POLLPRI on (un)populated */
 	uint64_t id;		/* kernfs id, as bpf_get_current_cgroup_id() sees it */
 };
 

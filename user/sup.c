@@ -33,15 +33,21 @@ void bm_sup__init(struct bm_sup *s)
 
 	memset(s, 0, sizeof(*s));
 	s->deadline_fd = s->timer_fd = s->child.pidfd = -1;
+	s->deadline_at = s->timer_at = UINT64_MAX;
 	for (i = 0; i < BM_V1__MAX; i++)
 		s->ceil.join_fd[i] = -1;
 	s->ceil.v1_cpu_dirfd = s->ceil.v1_mem_dirfd = s->ceil.v2_dirfd = -1;
 	s->out.psi_cpu_us = s->out.psi_mem_us = s->out.psi_io_us = -1;
 }
 
-static void arm_timer(int fd, uint64_t at_ns)
+/* Set one of the two timers (its due time, and its timerfd if it has one). */
+static void arm_timer(int fd, uint64_t *at, uint64_t at_ns)
 {
 	struct itimerspec its = { 0 };
+
+	*at = at_ns;
+	if (fd < 0)
+		return;
 
 	if (at_ns != UINT64_MAX) {
 		its.it_value.tv_sec = at_ns / BM_NSEC_PER_SEC;
@@ -165,14 +171,16 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 
 static int make_timers(struct bm_sup *s)
 {
-	s->deadline_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (s->deadline_fd < 0 || s->timer_fd < 0)
-		return -errno;
+	if (!s->o.shared_timers) {
+		s->deadline_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (s->deadline_fd < 0 || s->timer_fd < 0)
+			return -errno;
+	}
 	if (s->o.limits.timeout_ns)
-		arm_timer(s->deadline_fd, s->start_ns + s->o.limits.timeout_ns);
+		arm_timer(s->deadline_fd, &s->deadline_at, s->start_ns + s->o.limits.timeout_ns);
 	/* look once now: whatever happened while nobody watched */
-	arm_timer(s->timer_fd, 0);
+	arm_timer(s->timer_fd, &s->timer_at, 0);
 	return 0;
 }
 
@@ -241,7 +249,7 @@ void bm_sup__event(struct bm_sup *s, const struct bm_event *e)
 	}
 	/* a crossing (or anything else) is a reason to look now */
 	if (s->phase == BM_SUP_RUNNING)
-		arm_timer(s->timer_fd, 0);
+		arm_timer(s->timer_fd, &s->timer_at, 0);
 }
 
 /* What the ladder sees: levels (or their peak in this window), flows over this and the last window. */
@@ -337,14 +345,15 @@ void bm_sup__tick(struct bm_sup *s)
 {
 	uint64_t ticks, now = bm_now_ns(), next = UINT64_MAX;
 
-	if (read(s->timer_fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+	if (s->timer_fd >= 0 && read(s->timer_fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
 		return;
+	s->timer_at = UINT64_MAX;
 	if (s->phase == BM_SUP_RUNNING)
 		next = evaluate(s, now);
 	else if (s->phase == BM_SUP_LEFTOVERS || s->phase == BM_SUP_DRAINING)
 		next = advance_phase(s, now);
 	if (s->phase != BM_SUP_DONE)
-		arm_timer(s->timer_fd, next);
+		arm_timer(s->timer_fd, &s->timer_at, next);
 }
 
 /* To the command by its pidfd when we are its parent, else to every process of the effect. */
@@ -371,7 +380,7 @@ void bm_sup__terminate(struct bm_sup *s, uint64_t grace_ns)
 	s->terminating = true;
 	send_child(s, SIGTERM);
 	/* the deadline timer turns into the grace: when it fires, the whole cgroup dies */
-	arm_timer(s->deadline_fd, bm_now_ns() + grace_ns);
+	arm_timer(s->deadline_fd, &s->deadline_at, bm_now_ns() + grace_ns);
 }
 
 /* The deadline: SIGTERM first, then after a grace of a tenth of the timeout, the whole cgroup. */
@@ -379,7 +388,10 @@ void bm_sup__on_deadline(struct bm_sup *s)
 {
 	uint64_t ticks, grace;
 
-	if (read(s->deadline_fd, &ticks, sizeof(ticks)) < 0 || s->phase != BM_SUP_RUNNING)
+	if (s->deadline_fd >= 0 && read(s->deadline_fd, &ticks, sizeof(ticks)) < 0)
+		return;
+	s->deadline_at = UINT64_MAX;
+	if (s->phase != BM_SUP_RUNNING)
 		return;
 	if (s->terminating) {
 		bm_cgroup__kill(s->cg);
@@ -391,7 +403,7 @@ void bm_sup__on_deadline(struct bm_sup *s)
 		grace = s->o.limits.timeout_ns / 10;
 		grace = grace < 100 * BM_NSEC_PER_MSEC ? 100 * BM_NSEC_PER_MSEC
 			: grace > 5 * BM_NSEC_PER_SEC ? 5 * BM_NSEC_PER_SEC : grace;
-		arm_timer(s->deadline_fd, bm_now_ns() + grace);
+		arm_timer(s->deadline_fd, &s->deadline_at, bm_now_ns() + grace);
 		return;
 	}
 	bm_cgroup__kill(s->cg);
@@ -406,7 +418,7 @@ void bm_sup__exited(struct bm_sup *s, int wait_status)
 		return;
 	s->wait_status = wait_status;
 	s->end_ns = now;
-	arm_timer(s->deadline_fd, UINT64_MAX);
+	arm_timer(s->deadline_fd, &s->deadline_at, UINT64_MAX);
 	/* tasks the command left behind are not allowed to outlive the effect */
 	if (bm_cgroup__populated(s->cg) > 0) {
 		if (!bm_loader__read(s->loader, s->cg, &m) && !s->act.ended)
@@ -419,7 +431,7 @@ void bm_sup__exited(struct bm_sup *s, int wait_status)
 		s->phase = BM_SUP_DRAINING;
 		s->phase_deadline_ns = now + DRAIN_TIMEOUT_NS;
 	}
-	arm_timer(s->timer_fd, 0);
+	arm_timer(s->timer_fd, &s->timer_at, 0);
 }
 
 bool bm_sup__done(const struct bm_sup *s)
@@ -519,5 +531,6 @@ int bm_sup__release(struct bm_sup *s)
 	if (s->timer_fd >= 0)
 		close(s->timer_fd);
 	s->child.pidfd = s->deadline_fd = s->timer_fd = -1;
+	s->deadline_at = s->timer_at = UINT64_MAX;
 	return err;
 }

@@ -37,6 +37,12 @@ struct bm_sup_opts {
 	struct bm_policy policy;	/* levels and steps; the ceilings are added from limits */
 	bool meter_only;		/* no controllers: the meter holds every ceiling */
 	bool no_fast_path;		/* no in-kernel kill at ceilings */
+	/*
+	 * No timerfds: the caller watches timer_at and deadline_at (one timer
+	 * for many effects) and calls bm_sup__tick() / bm_sup__on_deadline()
+	 * when they are due.
+	 */
+	bool shared_timers;
 };
 
 enum bm_sup_phase { BM_SUP_NEW, BM_SUP_RUNNING, BM_SUP_LEFTOVERS, BM_SUP_DRAINING, BM_SUP_DONE };
@@ -50,6 +56,7 @@ struct bm_sup {
 	struct bm_actuator act;
 	struct bm_child child;		/* pid/pidfd of the command (attach: of the attached process) */
 	int deadline_fd, timer_fd;	/* timerfds: the deadline; the ladder's and the drain's */
+	uint64_t deadline_at, timer_at;	/* when they fire (bm_now_ns()), UINT64_MAX: disarmed */
 	enum bm_sup_phase phase;
 	uint64_t start_ns, end_ns, phase_deadline_ns;
 	int wait_status;
@@ -85,9 +92,9 @@ int bm_sup__spawn(struct bm_sup *s);
 
 /* A ring-buffer record for this effect's cgroup. */
 void bm_sup__event(struct bm_sup *s, const struct bm_event *e);
-/* Call when timer_fd or deadline_fd is readable, or after events: runs the ladder and phases. */
+/* Call when timer_fd is readable (timer_at is due), or after events: runs the ladder and phases. */
 void bm_sup__tick(struct bm_sup *s);
-/* Deadline timer fired. */
+/* Deadline timer fired (deadline_fd readable, or deadline_at due). */
 void bm_sup__on_deadline(struct bm_sup *s);
 /* Pass a signal to the command, as a cancel (SIGINT/SIGTERM sent to burstmeter, or the API). */
 void bm_sup__cancel(struct bm_sup *s, int sig);

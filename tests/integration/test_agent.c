@@ -392,6 +392,36 @@ static void test_agent_kill9_readopt(void **state)
 }
 
 /*
+ * Deadlines through the agent's one timer: two effects of 1 s and 2 s that
+ * would sleep a minute end deadline_exceeded, each at its own deadline
+ * (SIGTERM then; the sleeper does not outlive it).
+ */
+static void test_agent_deadlines(void **state)
+{
+	const double slack = getenv("BM_VM") ? 3.0 : 1.0;
+	json_t *e = NULL, *req;
+	static const char *const ids[] = { "d1", "d2" };
+	int i;
+
+	agent_start("8", "16");
+	for (i = 0; i < 2; i++) {
+		req = launch_req(ids[i], "bm-sleeper", "60000", NULL);
+		json_object_set_new(req, "sandbox", json_pack("{s:i}", "timeout_seconds", i + 1));
+		assert_int_equal(call("POST", "/v1/effects", req, &e), 201);
+		json_decref(e);
+	}
+	for (i = 0; i < 2; i++) {
+		e = wait_final(ids[i], 20000);
+		integ_note("%s: %s after %.3f s", ids[i], jstr(e, "state"), jnum(e, "outcome.wall_seconds"));
+		assert_string_equal(jstr(e, "state"), "deadline_exceeded");
+		assert_string_equal(jstr(e, "outcome.termination.reason"), "deadline");
+		assert_between(jnum(e, "outcome.wall_seconds"), i + 1.0, i + 1.0 + slack);
+		json_decref(e);
+	}
+	finish(state);
+}
+
+/*
  * An effect longer than the agent keeps points for (4,096): 9 s of 2 ms
  * windows. Its timeline still covers its whole life, in at most 1,000
  * points of several windows each, and its 10 ms spikes of a full core
@@ -814,6 +844,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_bad_requests, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_queue_full, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_kill9_readopt, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_deadlines, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_long_timeline, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_sweeps_leftovers, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_corrupt_store, setup_agent, teardown_agent),

@@ -23,10 +23,10 @@ vm_filter() {
 		echo 'test_run_threads'
 		;;
 	test_agent)
-		# 9 s of an effect to check how the agent folds a long series: userspace
-		# only (the unit test and the host run it), and the VM part must stay
-		# under 3 minutes
-		echo 'test_agent_long_timeline'
+		# Userspace only, and the VM part must stay under 3 minutes: how the agent
+		# folds a long series (9 s; the unit test and the host run it) and its
+		# deadlines (3 s; the host runs it, and test_run_deadline here)
+		echo 'test_agent_long_timeline test_agent_deadlines'
 		;;
 	test_views)
 		# top in tmux: the VM has no tmux (the plain --once/--json views still run)
