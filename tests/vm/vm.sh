@@ -73,9 +73,9 @@ append="console=ttyS0 ${VM_KERNEL_ARGS:-quiet} panic=-1"
 
 # One host thread runs both vCPUs in turn (thread=single). With a thread per vCPU
 # (QEMU 7.2's default), unregistering a tracepoint program -- text_poke_bp() on the
-# sched_switch static call -- sometimes left the other vCPU re-running a stale
-# translation of the int3: both vCPUs looped in exc_int3 with interrupts off, for good
-# (seen with the QEMU monitor, symbols from the guest's kallsyms; tests/vm/README.md).
+# sched_switch static call -- sometimes ended with both vCPUs looping in exc_int3 with
+# interrupts off, for good, apparently on a stale translation of the int3 (seen with the
+# QEMU monitor, symbols from the guest's kallsyms; tests/vm/README.md).
 accel=${VM_ACCEL:-tcg,thread=single}
 log=$out/console.log
 set +e
