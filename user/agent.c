@@ -251,7 +251,6 @@ static void run_timers(struct bm_agent *a)
 /* Arm the one timer at the earliest of the effects' (a scan: no syscall if it did not move). */
 static void arm_timers(struct bm_agent *a)
 {
-	struct itimerspec its = { 0 };
 	uint64_t at = UINT64_MAX;
 	unsigned int i;
 
@@ -264,13 +263,7 @@ static void arm_timers(struct bm_agent *a)
 	if (at == a->timers_at)
 		return;
 	a->timers_at = at;
-	if (at != UINT64_MAX) {
-		/* 0 would disarm: a time already past fires at once */
-		at = at ? at : 1;
-		its.it_value.tv_sec = at / BM_NSEC_PER_SEC;
-		its.it_value.tv_nsec = at % BM_NSEC_PER_SEC;
-	}
-	timerfd_settime(a->timers_fd, TFD_TIMER_ABSTIME, &its, NULL);
+	bm_timerfd_at(a->timers_fd, at);
 }
 
 static void dispatch(struct bm_agent *a, struct ag_tag *t)

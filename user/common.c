@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
@@ -114,6 +115,19 @@ uint64_t bm_now_ns(void)
 uint64_t bm_wall_ns(void)
 {
 	return clock_ns(CLOCK_REALTIME);
+}
+
+void bm_timerfd_at(int fd, uint64_t at_ns)
+{
+	struct itimerspec its = { 0 };
+
+	if (at_ns != UINT64_MAX) {
+		/* 0 would disarm: a time already past fires at once */
+		at_ns = at_ns ? at_ns : 1;
+		its.it_value.tv_sec = (time_t)(at_ns / BM_NSEC_PER_SEC);
+		its.it_value.tv_nsec = (long)(at_ns % BM_NSEC_PER_SEC);
+	}
+	timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
 char *bm_iso8601(uint64_t wall_ns, char *buf, size_t len)

@@ -32,6 +32,11 @@ void bm_log_libbpf(void);
 uint64_t bm_now_ns(void);
 /* CLOCK_REALTIME in ns. */
 uint64_t bm_wall_ns(void);
+/*
+ * Arm a CLOCK_MONOTONIC timerfd to fire at at_ns (bm_now_ns() time; one
+ * already past fires at once) or, with UINT64_MAX, disarm it.
+ */
+void bm_timerfd_at(int fd, uint64_t at_ns);
 /* Format CLOCK_REALTIME ns as 2026-11-30T10:00:00.000Z into buf (>= 32 bytes). */
 char *bm_iso8601(uint64_t wall_ns, char *buf, size_t len);
 

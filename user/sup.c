@@ -40,23 +40,19 @@ void bm_sup__init(struct bm_sup *s)
 	s->out.psi_cpu_us = s->out.psi_mem_us = s->out.psi_io_us = -1;
 }
 
-/* Set one of the two timers (its due time, and its timerfd if it has one). */
-static void arm_timer(int fd, uint64_t *at, uint64_t at_ns)
+/* The ladder's (and the drain's) timer and the deadline: the due time, and the timerfd if there is one. */
+static void arm_timer(struct bm_sup *s, uint64_t at_ns)
 {
-	struct itimerspec its = { 0 };
+	s->timer_at = at_ns;
+	if (s->timer_fd >= 0)
+		bm_timerfd_at(s->timer_fd, at_ns);
+}
 
-	*at = at_ns;
-	if (fd < 0)
-		return;
-
-	if (at_ns != UINT64_MAX) {
-		its.it_value.tv_sec = at_ns / BM_NSEC_PER_SEC;
-		its.it_value.tv_nsec = at_ns % BM_NSEC_PER_SEC;
-		/* 0 would disarm: a time already past fires at once */
-		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
-			its.it_value.tv_nsec = 1;
-	}
-	timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL);
+static void arm_deadline(struct bm_sup *s, uint64_t at_ns)
+{
+	s->deadline_at = at_ns;
+	if (s->deadline_fd >= 0)
+		bm_timerfd_at(s->deadline_fd, at_ns);
 }
 
 static int make_timers(struct bm_sup *s);
@@ -178,9 +174,9 @@ static int make_timers(struct bm_sup *s)
 			return -errno;
 	}
 	if (s->o.limits.timeout_ns)
-		arm_timer(s->deadline_fd, &s->deadline_at, s->start_ns + s->o.limits.timeout_ns);
+		arm_deadline(s, s->start_ns + s->o.limits.timeout_ns);
 	/* look once now: whatever happened while nobody watched */
-	arm_timer(s->timer_fd, &s->timer_at, 0);
+	arm_timer(s, 0);
 	return 0;
 }
 
@@ -249,7 +245,7 @@ void bm_sup__event(struct bm_sup *s, const struct bm_event *e)
 	}
 	/* a crossing (or anything else) is a reason to look now */
 	if (s->phase == BM_SUP_RUNNING)
-		arm_timer(s->timer_fd, &s->timer_at, 0);
+		arm_timer(s, 0);
 }
 
 /* What the ladder sees: levels (or their peak in this window), flows over this and the last window. */
@@ -353,7 +349,7 @@ void bm_sup__tick(struct bm_sup *s)
 	else if (s->phase == BM_SUP_LEFTOVERS || s->phase == BM_SUP_DRAINING)
 		next = advance_phase(s, now);
 	if (s->phase != BM_SUP_DONE)
-		arm_timer(s->timer_fd, &s->timer_at, next);
+		arm_timer(s, next);
 }
 
 /* To the command by its pidfd when we are its parent, else to every process of the effect. */
@@ -380,7 +376,7 @@ void bm_sup__terminate(struct bm_sup *s, uint64_t grace_ns)
 	s->terminating = true;
 	send_child(s, SIGTERM);
 	/* the deadline timer turns into the grace: when it fires, the whole cgroup dies */
-	arm_timer(s->deadline_fd, &s->deadline_at, bm_now_ns() + grace_ns);
+	arm_deadline(s, bm_now_ns() + grace_ns);
 }
 
 /* The deadline: SIGTERM first, then after a grace of a tenth of the timeout, the whole cgroup. */
@@ -403,7 +399,7 @@ void bm_sup__on_deadline(struct bm_sup *s)
 		grace = s->o.limits.timeout_ns / 10;
 		grace = grace < 100 * BM_NSEC_PER_MSEC ? 100 * BM_NSEC_PER_MSEC
 			: grace > 5 * BM_NSEC_PER_SEC ? 5 * BM_NSEC_PER_SEC : grace;
-		arm_timer(s->deadline_fd, &s->deadline_at, bm_now_ns() + grace);
+		arm_deadline(s, bm_now_ns() + grace);
 		return;
 	}
 	bm_cgroup__kill(s->cg);
@@ -418,7 +414,7 @@ void bm_sup__exited(struct bm_sup *s, int wait_status)
 		return;
 	s->wait_status = wait_status;
 	s->end_ns = now;
-	arm_timer(s->deadline_fd, &s->deadline_at, UINT64_MAX);
+	arm_deadline(s, UINT64_MAX);
 	/* tasks the command left behind are not allowed to outlive the effect */
 	if (bm_cgroup__populated(s->cg) > 0) {
 		if (!bm_loader__read(s->loader, s->cg, &m) && !s->act.ended)
@@ -431,7 +427,7 @@ void bm_sup__exited(struct bm_sup *s, int wait_status)
 		s->phase = BM_SUP_DRAINING;
 		s->phase_deadline_ns = now + DRAIN_TIMEOUT_NS;
 	}
-	arm_timer(s->timer_fd, &s->timer_at, 0);
+	arm_timer(s, 0);
 }
 
 bool bm_sup__done(const struct bm_sup *s)
