@@ -16,12 +16,6 @@ struct bm_egress {
 	struct bm_egress_bpf *skel;
 };
 
-/* Where each program goes (bm_egress__apply() lists them in this order). */
-static const enum bpf_attach_type hook_types[] = {
-	BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT, BPF_CGROUP_UDP4_SENDMSG,
-	BPF_CGROUP_UDP6_SENDMSG, BPF_CGROUP_INET_EGRESS,
-};
-
 struct bm_egress *bm_egress__open(void)
 {
 	struct bm_egress *eg = calloc(1, sizeof(*eg));
@@ -69,18 +63,24 @@ int bm_egress__apply(struct bm_egress *eg, int cgroup_fd, uint64_t cgid, const s
 		     unsigned int n)
 {
 	struct bm_egress_key k;
-	struct bpf_program *progs[BM_ARRAY_SIZE(hook_types)];
 	unsigned int i, h;
 	__u8 one = 1;
 	int err = 0;
 
 	if (!eg)
 		return -ENOENT;
-	progs[0] = eg->skel->progs.bm_connect4;
-	progs[1] = eg->skel->progs.bm_connect6;
-	progs[2] = eg->skel->progs.bm_sendmsg4;
-	progs[3] = eg->skel->progs.bm_sendmsg6;
-	progs[4] = eg->skel->progs.bm_egress_allow;
+	/* each program and where it goes */
+	const struct {
+		struct bpf_program *prog;
+		enum bpf_attach_type type;
+	} hooks[] = {
+		{ eg->skel->progs.bm_connect4, BPF_CGROUP_INET4_CONNECT },
+		{ eg->skel->progs.bm_connect6, BPF_CGROUP_INET6_CONNECT },
+		{ eg->skel->progs.bm_sendmsg4, BPF_CGROUP_UDP4_SENDMSG },
+		{ eg->skel->progs.bm_sendmsg6, BPF_CGROUP_UDP6_SENDMSG },
+		{ eg->skel->progs.bm_egress_allow, BPF_CGROUP_INET_EGRESS },
+	};
+
 	for (i = 0; i < n && !err; i++) {
 		key_of(cgid, &cidrs[i], &k);
 		/* two CIDRs of a request may be the same: the second is no error */
@@ -88,8 +88,8 @@ int bm_egress__apply(struct bm_egress *eg, int cgroup_fd, uint64_t cgid, const s
 			err = -errno;
 	}
 	/* the cgroup's removal detaches them all */
-	for (h = 0; h < BM_ARRAY_SIZE(hook_types) && !err; h++)
-		if (bpf_prog_attach(bpf_program__fd(progs[h]), cgroup_fd, hook_types[h], BPF_F_ALLOW_MULTI))
+	for (h = 0; h < BM_ARRAY_SIZE(hooks) && !err; h++)
+		if (bpf_prog_attach(bpf_program__fd(hooks[h].prog), cgroup_fd, hooks[h].type, BPF_F_ALLOW_MULTI))
 			err = -errno;
 	if (err)
 		bm_egress__forget(eg, cgid, cidrs, i);
