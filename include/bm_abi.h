@@ -12,7 +12,7 @@
 #include <linux/bpf.h>		/* struct bpf_spin_lock */
 #endif
 
-#define BM_ABI_VERSION 1
+#define BM_ABI_VERSION 2
 
 /*
  * Flow windows (CPU, network, run-queue wait) live in a ring of BM_RING
@@ -57,6 +57,18 @@ enum bm_dim {
  * bouncing one between them; a slot's value is the sum of its lanes.
  */
 #define BM_LANES 4
+
+/*
+ * Which meters moved: the meter program keeps a byte per slot (bm_moved,
+ * global data the agent maps) and sets a meter's byte whenever an event
+ * touches a window newer than any before, once per window of a cgroup that
+ * does anything. A reader clears the byte, then reads the meter; a meter
+ * whose byte stays clear has had no event since, so an idle effect costs
+ * its reader nothing. Slots are handed out by the loader; BM_SLOT_NONE
+ * (more meters than slots) is never marked, and its reader reads as before.
+ */
+#define BM_MOVED_SLOTS 16384
+#define BM_SLOT_NONE 0xffffffffU
 
 struct bm_lane {
 	__u64 v[BM_RING][BM_FLOWS];
@@ -108,7 +120,7 @@ struct bm_meter {
 	__u64 freed;			/* tasks freed after their last switch */
 	__u32 crossed[BM_RING];		/* per flow slot: dims whose crossing was reported */
 	__u32 lvl_crossed;		/* level dims whose crossing in lvl_win was reported */
-	__u32 pad;
+	__u32 slot;			/* its byte in bm_moved, or BM_SLOT_NONE */
 	__u32 hist[BM_DIM__MAX][BM_HIST_BUCKETS];
 };
 

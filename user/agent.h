@@ -57,6 +57,14 @@ struct ag_effect {
 	struct ag_tag t_shim;
 	struct bm_series series;	/* window by window, for streams and the timeline */
 	uint64_t series_next_win;	/* next window to record */
+	/*
+	 * At the last read no event had touched the open window: until one
+	 * does (its meter's slot in bm_moved), every window is idle_v, and the
+	 * meter is not read.
+	 */
+	bool idle;
+	uint32_t slot;
+	double idle_v[BM_DIM__MAX];
 	unsigned int actions_sent;	/* actions already streamed */
 	struct ag_stream *streams;
 };
@@ -84,6 +92,7 @@ struct bm_agent {
 	uint64_t timers_at;
 	struct ag_effect **eff;
 	unsigned int n_eff, cap_eff, running, queued;
+	uint64_t meter_reads;		/* by ag_sample(), for /metrics */
 	uint64_t seq;
 	bool stopping, scheduling;
 	struct ag_tag t_sig, t_rb, t_api, t_metrics, t_tick, t_timers;

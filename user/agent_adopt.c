@@ -31,7 +31,13 @@ void ag_sample(struct bm_agent *a, struct ag_effect *e)
 	json_t *line;
 	int d;
 
-	if (!e->sup.metered || bm_loader__read(a->loader, e->sup.cg, &m))
+	if (!e->sup.metered)
+		return;
+	/* before the read: an event after it marks the meter again */
+	if (e->series_next_win)
+		bm_loader__unmark(a->loader, e->slot);
+	a->meter_reads++;
+	if (bm_loader__read(a->loader, e->sup.cg, &m))
 		return;
 	now_win = bm_now_ns() / m.window_ns;
 	/* an ended effect's timeline stops at its last window, as its totals do */
@@ -42,9 +48,17 @@ void ag_sample(struct bm_agent *a, struct ag_effect *e)
 		e->series.window_ns = m.window_ns;
 		e->series.max = SERIES_POINTS;
 	}
-	/* windows older than the ring are gone: start where the ring does */
-	if (e->series_next_win + BM_RING <= now_win)
-		e->series_next_win = now_win - BM_RING + 1;
+	/*
+	 * Windows older than the ring are gone. Idle since the last read, they
+	 * had no event: the levels it stood at, nothing flowing. Otherwise (a
+	 * read came too late) they are lost; start where the ring does.
+	 */
+	if (e->series_next_win + BM_RING <= now_win) {
+		x = now_win - BM_RING + 1;
+		if (e->idle)
+			bm_series_push_n(&e->series, e->idle_v, x - e->series_next_win);
+		e->series_next_win = x;
+	}
 	for (x = e->series_next_win; x < now_win; x++) {
 		for (d = 0; d < BM_FLOWS; d++)
 			v[d] = bm_window_display(d, bm_window_flow(&m, d, x), m.window_ns);
@@ -63,22 +77,30 @@ void ag_sample(struct bm_agent *a, struct ag_effect *e)
 		}
 	}
 	e->series_next_win = x;
+	e->slot = m.slot;
+	e->idle = m.last_win < now_win;
+	memset(e->idle_v, 0, sizeof(e->idle_v));
+	e->idle_v[BM_DIM_MEM] = (double)(m.rss_bytes > 0 ? m.rss_bytes : 0);
+	e->idle_v[BM_DIM_PIDS] = (double)(m.tasks > 0 ? m.tasks : 0);
 }
 
 /*
- * Is the effect due for a read? The kernel keeps its last BM_RING windows:
- * reading it once a quarter ring has closed (40 ms at 10 ms windows) loses
- * none and leaves three quarters of a ring for a late tick (a slow emulated
- * VM lost one with half). A reader of its events gets every tick. One read
- * is a map lookup by cgroup fd (~5 us here): every tick, 1,000 sleeping
- * effects kept the agent at 28 % of a CPU.
+ * Is the effect due for a read? Not while it is idle (see ag_effect.idle):
+ * 10,000 sleeping effects then cost a byte each per tick, not a map lookup
+ * (~5 us here; every tick, 1,000 of them kept the agent at 28 % of a CPU).
+ * A moving one is read once a quarter ring has closed (40 ms at 10 ms
+ * windows): that loses none of the kernel's last BM_RING windows and leaves
+ * three quarters of a ring for a late tick (a slow emulated VM lost one
+ * with half). A reader of its events gets every tick.
  */
-static bool due(const struct ag_effect *e, uint64_t now)
+static bool due(struct bm_agent *a, const struct ag_effect *e, uint64_t now)
 {
 	uint64_t w = e->series.window_ns;
 
 	if (e->streams || !w || !e->series_next_win)
 		return true;
+	if (e->idle)
+		return bm_loader__moved(a->loader, e->slot);
 	return now / w >= e->series_next_win + BM_RING / 4;
 }
 
@@ -92,7 +114,7 @@ void ag_tick(struct bm_agent *a)
 
 		if (e->sup.phase != BM_SUP_RUNNING)
 			continue;
-		if (due(e, now))
+		if (due(a, e, now))
 			ag_sample(a, e);
 		/* an attached process ended and its caller never said how */
 		if (e->exit_wait_ns && now >= e->exit_wait_ns)

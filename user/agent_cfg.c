@@ -26,7 +26,7 @@ void bm_agent_cfg_default(struct bm_agent_cfg *c)
 	c->tenant_max_running = 16;
 	c->admit_cpu_pressure = 80;
 	c->admit_mem_available = 256ULL << 20;
-	/* /metrics series <= 406 x (tenants + 1) x (tools + 1) + 8: 16 x 16 keeps it near 117k */
+	/* /metrics series <= 406 x (tenants + 1) x (tools + 1) + 9: 16 x 16 keeps it near 117k */
 	c->max_tools = 16;
 	c->max_metric_tenants = 16;
 }

@@ -11,8 +11,8 @@
  * bucket, _sum and _count is a series:
  *   window and peak histograms     P * 2 * (B + 2 * 5) = 236 P
  *   effects_total, actions_total   P * (R + S * R)     = 170 P
- *   node-wide                      8
- *   total <= 406 * (max_tenants + 1) * (max_tools + 1) + 8
+ *   node-wide                      9
+ *   total <= 406 * (max_tenants + 1) * (max_tools + 1) + 9
  * Run-queue delay is in seconds, not bm_window_display()'s ms: promtool's
  * linter rejects non-base time units.
  */
@@ -423,6 +423,8 @@ static void render_node(struct bm_export *e, struct buf *b, bool om)
 		{ "meter_lost_records", "counter", "Ring-buffer records lost.", n->lost_records },
 		{ "meter_map_full", "counter", "Map updates that found it full.", n->map_full },
 		{ "meter_late", "counter", "Contributions older than the window ring.", n->late },
+		{ "meter_reads", "counter", "Meters read for timelines and streams (idle ones are not).",
+		  n->meter_reads },
 		{ "bpf_run_seconds", "counter", "CPU time of our BPF code.", n->bpf_run_ns / 1e9 },
 		{ "bpf_runs", "counter", "Runs of our BPF programs.", n->bpf_run_cnt },
 		{ "export_dropped", "counter", "Updates invalid or lost (ENOMEM).", e->dropped },

@@ -45,6 +45,7 @@ struct bm_export_node {
 	uint64_t running, queued;
 	uint64_t lost_records, map_full, late;	/* from the kernel's per-CPU counters */
 	uint64_t bpf_run_ns, bpf_run_cnt;	/* sum over our programs, when bpf_stats is on */
+	uint64_t meter_reads;			/* meters the agent read for timelines and streams */
 };
 void bm_export__node(struct bm_export *e, const struct bm_export_node *n);
 

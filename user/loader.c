@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -20,10 +21,17 @@
 #define BM_MAP_TYPE_CGRP_STORAGE ((enum bpf_map_type)32)
 
 /* The maps userspace uses, by index: the same whether loaded or adopted from pins. */
-enum { M_CGST, M_CGHASH, M_MM, M_EVENTS, M_STATS, M_META, M__MAX };
+enum { M_CGST, M_CGHASH, M_MM, M_EVENTS, M_STATS, M_MOVED, M_META, M__MAX };
+/* As pinned; bpffs takes no dots, so bm_moved is pinned under a name of its own. */
 static const char *const map_names[M__MAX] = {
-	"bm_cgst", "bm_cghash", "bm_mm", "bm_events", "bm_stats", "bm_meta",
+	"bm_cgst", "bm_cghash", "bm_mm", "bm_events", "bm_stats", "bm_moved", "bm_meta",
 };
+
+/* The object's name of map i: global data is named after its section. */
+static const char *obj_map_name(int i)
+{
+	return i == M_MOVED ? ".data.moved" : map_names[i];
+}
 
 #define MAX_LINKS 16
 
@@ -38,6 +46,9 @@ struct bm_loader {
 	void *ctx;
 	char pin_dir[PATH_MAX];
 	bool adopted;
+	volatile uint8_t *moved;	/* bm_moved, mapped */
+	uint8_t slot_used[BM_MOVED_SLOTS / 8];
+	uint32_t slot_next;		/* where the search for a free slot starts */
 };
 
 static bool btf_has_tracepoint(const struct btf *vmlinux, const char *tp)
@@ -335,7 +346,7 @@ static int load_or_adopt(struct bm_loader *l, bool force_hash, bool adopt_only)
 	if (err)
 		return err;
 	for (i = 0; i < M__MAX; i++) {
-		struct bpf_map *m = bpf_object__find_map_by_name(l->skel->obj, map_names[i]);
+		struct bpf_map *m = bpf_object__find_map_by_name(l->skel->obj, obj_map_name(i));
 
 		l->fd[i] = m ? dup(bpf_map__fd(m)) : -1;
 		if (l->fd[i] < 0)
@@ -390,6 +401,12 @@ struct bm_loader *bm_loader__open(const struct bm_loader_opts *opts)
 	err = load_or_adopt(l, opts && opts->force_hash, opts && opts->adopt_only);
 	if (err)
 		goto err_free;
+	l->moved = mmap(NULL, BM_MOVED_SLOTS, PROT_READ | PROT_WRITE, MAP_SHARED, l->fd[M_MOVED], 0);
+	if (l->moved == MAP_FAILED) {
+		l->moved = NULL;
+		err = -errno;
+		goto err_free;
+	}
 	l->rb = ring_buffer__new(l->fd[M_EVENTS], on_record, l, NULL);
 	if (!l->rb) {
 		err = -errno;
@@ -410,6 +427,8 @@ void bm_loader__free(struct bm_loader *l)
 	if (!l)
 		return;
 	ring_buffer__free(l->rb);
+	if (l->moved)
+		munmap((void *)l->moved, BM_MOVED_SLOTS);
 	for (i = 0; i < M__MAX; i++)
 		if (l->fd[i] >= 0)
 			close(l->fd[i]);
@@ -434,6 +453,37 @@ static int meter_map(struct bm_loader *l, const struct bm_cgroup *cg, const void
 	return l->fd[M_CGHASH];
 }
 
+static bool slot_used(const struct bm_loader *l, uint32_t s)
+{
+	return s < BM_MOVED_SLOTS && (l->slot_used[s / 8] & (1U << (s % 8)));
+}
+
+static void slot_set(struct bm_loader *l, uint32_t s, bool used)
+{
+	if (s >= BM_MOVED_SLOTS)
+		return;
+	if (used)
+		l->slot_used[s / 8] |= (uint8_t)(1U << (s % 8));
+	else
+		l->slot_used[s / 8] &= (uint8_t)~(1U << (s % 8));
+}
+
+/* A free slot (marked used), or BM_SLOT_NONE when all are taken. */
+static uint32_t slot_alloc(struct bm_loader *l)
+{
+	uint32_t i, s;
+
+	for (i = 0; i < BM_MOVED_SLOTS; i++) {
+		s = (l->slot_next + i) % BM_MOVED_SLOTS;
+		if (!slot_used(l, s)) {
+			slot_set(l, s, true);
+			l->slot_next = (s + 1) % BM_MOVED_SLOTS;
+			return s;
+		}
+	}
+	return BM_SLOT_NONE;
+}
+
 int bm_loader__add(struct bm_loader *l, const struct bm_cgroup *cg, uint64_t window_ns,
 		   uint64_t start_ns, const uint64_t thresh[BM_DIM__MAX])
 {
@@ -447,10 +497,31 @@ int bm_loader__add(struct bm_loader *l, const struct bm_cgroup *cg, uint64_t win
 	m.first_win = m.last_win = m.lvl_win = start_ns / window_ns;
 	if (thresh)
 		memcpy(m.thresh, thresh, sizeof(m.thresh));
+	m.slot = slot_alloc(l);
+	if (m.slot != BM_SLOT_NONE)
+		l->moved[m.slot] = 0;
 	fd = meter_map(l, cg, &key);
-	if (bpf_map_update_elem(fd, key, &m, BPF_NOEXIST))
+	if (bpf_map_update_elem(fd, key, &m, BPF_NOEXIST)) {
+		slot_set(l, m.slot, false);
 		return -errno;
+	}
 	return 0;
+}
+
+void bm_loader__claim(struct bm_loader *l, uint32_t slot)
+{
+	slot_set(l, slot, true);
+}
+
+bool bm_loader__moved(const struct bm_loader *l, uint32_t slot)
+{
+	return slot >= BM_MOVED_SLOTS || l->moved[slot];
+}
+
+void bm_loader__unmark(struct bm_loader *l, uint32_t slot)
+{
+	if (slot < BM_MOVED_SLOTS && l->moved[slot])
+		l->moved[slot] = 0;
 }
 
 int bm_loader__arm(struct bm_loader *l, const struct bm_cgroup *cg,
@@ -505,7 +576,10 @@ int bm_loader__del(struct bm_loader *l, const struct bm_cgroup *cg)
 {
 	const void *key;
 	int fd = meter_map(l, cg, &key), err = 0;
+	struct bm_meter m;
 
+	if (!bpf_map_lookup_elem(fd, key, &m))
+		slot_set(l, m.slot, false);
 	if (bpf_map_delete_elem(fd, key))
 		err = -errno;
 	drop_mms(l, cg->id);

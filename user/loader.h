@@ -65,6 +65,15 @@ int bm_loader__arm(struct bm_loader *l, const struct bm_cgroup *cg,
 		   const uint64_t thresh[BM_DIM__MAX], const uint64_t kill_at[BM_DIM__MAX]);
 /* Copy cg's meter, taken under its lock. Returns 0 or -errno. */
 int bm_loader__read(struct bm_loader *l, const struct bm_cgroup *cg, struct bm_meter *out);
+/*
+ * Did the meter in this slot (bm_meter.slot) move since its mark was last
+ * cleared? BM_SLOT_NONE always did. Clear the mark before reading the
+ * meter, so that a move after the read marks it again.
+ */
+bool bm_loader__moved(const struct bm_loader *l, uint32_t slot);
+void bm_loader__unmark(struct bm_loader *l, uint32_t slot);
+/* A meter adopted from pins keeps its slot: no new meter may be given it. */
+void bm_loader__claim(struct bm_loader *l, uint32_t slot);
 /* Stop metering cg and forget the mms charged to it. Returns 0 or -errno. */
 int bm_loader__del(struct bm_loader *l, const struct bm_cgroup *cg);
 /* Sum the per-CPU drop counters. Returns 0 or -errno. */

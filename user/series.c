@@ -90,37 +90,53 @@ static int append(struct bm_series *s, const double v[BM_DIM__MAX])
 	return 0;
 }
 
-int bm_series_push(struct bm_series *s, const double v[BM_DIM__MAX])
+int bm_series_push_n(struct bm_series *s, const double v[BM_DIM__MAX], uint64_t n)
 {
 	double p[BM_DIM__MAX];
+	uint64_t k;
 	size_t i;
 	int d, err;
 
-	if (!s->max)
-		return append(s, v);
-	if (!s->step)
-		s->step = 1;
-	for (d = 0; d < BM_DIM__MAX; d++)
-		if (!s->part_n || clean(v[d]) > s->part[d])
-			s->part[d] = (float)clean(v[d]);
-	if (++s->part_n < s->step)
-		return 0;
-	for (d = 0; d < BM_DIM__MAX; d++)
-		p[d] = s->part[d];
-	err = append(s, p);
-	if (err)
-		return err;
-	s->part_n = 0;
-	/* an odd max is taken as the even one above it */
-	if (s->n < s->max + (s->max & 1))
-		return 0;
-	/* full: pairs merge (their maximum), and a point covers twice the windows */
-	for (d = 0; d < BM_DIM__MAX; d++)
-		for (i = 0; i < s->n / 2; i++)
-			s->v[d][i] = s->v[d][2 * i] > s->v[d][2 * i + 1] ? s->v[d][2 * i] : s->v[d][2 * i + 1];
-	s->n /= 2;
-	s->step *= 2;
+	for (; n; n -= k) {
+		k = 1;
+		if (!s->max) {
+			err = append(s, v);
+			if (err)
+				return err;
+			continue;
+		}
+		if (!s->step)
+			s->step = 1;
+		/* as many as the open point still takes: they all had v */
+		k = s->step - s->part_n < n ? s->step - s->part_n : n;
+		for (d = 0; d < BM_DIM__MAX; d++)
+			if (!s->part_n || clean(v[d]) > s->part[d])
+				s->part[d] = (float)clean(v[d]);
+		s->part_n += k;
+		if (s->part_n < s->step)
+			continue;
+		for (d = 0; d < BM_DIM__MAX; d++)
+			p[d] = s->part[d];
+		err = append(s, p);
+		if (err)
+			return err;
+		s->part_n = 0;
+		/* an odd max is taken as the even one above it */
+		if (s->n < s->max + (s->max & 1))
+			continue;
+		/* full: pairs merge (their maximum), and a point covers twice the windows */
+		for (d = 0; d < BM_DIM__MAX; d++)
+			for (i = 0; i < s->n / 2; i++)
+				s->v[d][i] = s->v[d][2 * i] > s->v[d][2 * i + 1] ? s->v[d][2 * i] : s->v[d][2 * i + 1];
+		s->n /= 2;
+		s->step *= 2;
+	}
 	return 0;
+}
+
+int bm_series_push(struct bm_series *s, const double v[BM_DIM__MAX])
+{
+	return bm_series_push_n(s, v, 1);
 }
 
 size_t bm_series_len(const struct bm_series *s)

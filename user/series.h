@@ -50,6 +50,8 @@ struct bm_timeline {
  * inf and negative values are stored as 0.
  */
 int bm_series_push(struct bm_series *s, const double v[BM_DIM__MAX]);
+/* n windows that all had v: as n pushes, at the cost of the points they make. */
+int bm_series_push_n(struct bm_series *s, const double v[BM_DIM__MAX], uint64_t n);
 /* Free the arrays and zero the counts (window_ns and max are kept); NULL is fine. */
 void bm_series_free(struct bm_series *s);
 /* Points, the open one of a bounded series included; point i of dimension d. */

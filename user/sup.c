@@ -197,6 +197,7 @@ int bm_sup__adopt(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 	err = bm_loader__read(l, s->cg, &m);
 	if (err)
 		return err;
+	bm_loader__claim(l, m.slot);
 	s->metered = true;
 	/* the effect's clock started with its first window */
 	s->o.window_ns = m.window_ns;

@@ -16,6 +16,21 @@
 
 #include "lib/bucket.bpf.h"
 
+/* A byte per meter slot: see BM_MOVED_SLOTS. Global data, so storing to it is no helper call. */
+__u8 bm_moved[BM_MOVED_SLOTS] SEC(".data.moved");
+
+/* An event touched window x: if no event touched a newer one, x is the newest, and the meter moved. */
+static __always_inline void bm_touch(struct bm_meter *m, __u64 x)
+{
+	__u32 slot = m->slot;
+
+	if (x <= m->last_win)
+		return;
+	m->last_win = x;
+	if (slot < BM_MOVED_SLOTS)
+		bm_moved[slot] = 1;
+}
+
 /* A level's crossing, found under the lock and emitted after it is dropped. */
 struct bm_cross {
 	__u64 win;
@@ -86,8 +101,7 @@ static __always_inline int bm_slot_open(struct bm_meter *m, __u32 s, __u64 x)
 			m->lane[l].v[s][d] = 0;
 	m->crossed[s] = 0;
 	__sync_lock_test_and_set(&m->slot_win[s], x);
-	if (x > m->last_win)
-		m->last_win = x;
+	bm_touch(m, x);
 	return 0;
 }
 
@@ -231,8 +245,7 @@ static __always_inline void bm_level_add(struct bm_meter *m, int d, __u64 x, __s
 		m->lvl_max[BM_DIM_PIDS] = tasks;
 		m->lvl_crossed = 0;
 	}
-	if (x > m->last_win)
-		m->last_win = x;
+	bm_touch(m, x);
 	if (d == BM_DIM_MEM)
 		m->rss_bytes += delta;
 	else

@@ -143,19 +143,27 @@ static void test_meter_loads(void **state)
 	assert_false(bm_loader__features(f->l)->cgrp_storage);
 }
 
-/* Start bm-spike 40 40 1 (one 40 ms spin, then exit) inside cg. */
-static pid_t spawn_spike(struct bm_cgroup *cg)
+/* Start a workload of tests/workloads inside cg: argv[0] is its name. */
+static pid_t spawn_in(struct bm_cgroup *cg, char **argv)
 {
 	char path[PATH_MAX];
-	char *argv[] = { (char *)integ_workload(path, sizeof(path), "bm-spike"), "40", "40", "1", NULL };
 	struct bm_child child;
 	int err;
 
+	argv[0] = (char *)integ_workload(path, sizeof(path), argv[0]);
 	err = bm_effect_spawn(cg->dirfd, NULL, 0, argv, &child);
 	if (err)
 		fail_msg("cannot start %s in %s: %s", path, cg->path, strerror(err < 0 ? -err : err));
 	close(child.pidfd);
 	return child.pid;
+}
+
+/* bm-spike 40 40 1: one 40 ms spin, then exit. */
+static pid_t spawn_spike(struct bm_cgroup *cg)
+{
+	char *argv[] = { "bm-spike", "40", "40", "1", NULL };
+
+	return spawn_in(cg, argv);
 }
 
 /*
@@ -358,12 +366,85 @@ static void test_meter_hash(void **state)
 	check_meter(state, true);
 }
 
+/* The newest window an event touched, from a fresh read of cg's meter. */
+static uint64_t last_win(struct mfx *f, struct bm_cgroup *cg, uint32_t *slot)
+{
+	struct bm_meter m;
+
+	assert_int_equal(bm_loader__read(f->l, cg, &m), 0);
+	*slot = m.slot;
+	return m.last_win;
+}
+
+/*
+ * bm_moved: a meter whose mark stays clear had no event since it was
+ * cleared. a runs bm-spike 5 300 4 (5 ms of CPU every 300 ms), b a sleeper.
+ * Polled every 5 ms: read the meter, then look at the mark; a clear mark
+ * must find the meter as the last read left it (no move unmarked), a set
+ * one is cleared before the next read. a must be marked at each spike and
+ * quiet between them; b, asleep, never.
+ */
+static void test_meter_moved(void **state)
+{
+	char *spike[] = { "bm-spike", "5", "300", "4", NULL }, *sleeper[] = { "bm-sleeper", "2000", NULL };
+	struct mfx *f = open_meter(state, false);
+	uint64_t la, lb, x, end, quiet_since = 0;
+	unsigned int marks = 0, quiet = 0, i;
+	uint32_t sa, sb;
+
+	f->a = make_cgroup("a");
+	f->b = make_cgroup("b");
+	assert_int_equal(bm_loader__add(f->l, f->a, 10 * MS, bm_now_ns(), NULL), 0);
+	assert_int_equal(bm_loader__add(f->l, f->b, 10 * MS, bm_now_ns(), NULL), 0);
+	last_win(f, f->a, &sa);
+	last_win(f, f->b, &sb);
+	assert_true(sa < BM_MOVED_SLOTS && sb < BM_MOVED_SLOTS && sa != sb);
+	f->pid_b = spawn_in(f->b, sleeper);
+	f->pid_a = spawn_in(f->a, spike);
+	/* past both execs: from here b sleeps, a spins 5 ms at 0, 300, 600 and 900 ms */
+	usleep(50 * 1000);
+	bm_loader__unmark(f->l, sa);
+	bm_loader__unmark(f->l, sb);
+	la = last_win(f, f->a, &sa);
+	lb = last_win(f, f->b, &sb);
+	end = bm_now_ns() + 1200 * MS;
+	while (bm_now_ns() < end) {
+		usleep(5 * 1000);
+		x = last_win(f, f->a, &sa);
+		if (!bm_loader__moved(f->l, sa)) {
+			if (x != la)
+				fail_msg("a moved from window %llu to %llu unmarked", (unsigned long long)la,
+					 (unsigned long long)x);
+			/* 100 ms without a mark: the sleep between two spikes */
+			if (quiet_since && bm_now_ns() - quiet_since > 100 * MS) {
+				quiet++;
+				quiet_since = 0;
+			}
+			continue;
+		}
+		marks++;
+		quiet_since = bm_now_ns();
+		bm_loader__unmark(f->l, sa);
+		la = last_win(f, f->a, &sa);
+	}
+	x = last_win(f, f->b, &sb);
+	assert_false(bm_loader__moved(f->l, sb));
+	assert_int_equal(x, lb);
+	integ_note("a marked %u times, quiet %u times between; b never", marks, quiet);
+	/* each spike marks at least once (its first window), and a rests between them */
+	assert_true(marks >= 3);
+	assert_true(quiet >= 3);
+	for (i = 0; i < 2; i++)
+		reap(i ? &f->pid_a : &f->pid_b);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_meter_loads, teardown),
 		cmocka_unit_test_teardown(test_meter_cgroup_storage, teardown),
 		cmocka_unit_test_teardown(test_meter_hash, teardown),
+		cmocka_unit_test_teardown(test_meter_moved, teardown),
 	};
 	struct bm_cgroup_env env;
 	char probe[PATH_MAX];

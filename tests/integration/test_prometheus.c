@@ -621,12 +621,68 @@ static void test_prometheus_rules_and_dashboard_promtool(void **state)
 	}
 }
 
+/* burstmeter_meter_reads_total, straight from the agent. */
+static double meter_reads(void)
+{
+	char *text, *p;
+	double v = -1;
+
+	assert_int_equal(http_get(st.metrics_port, "/metrics", NULL, &text, NULL, 0), 200);
+	p = strstr(text, "\nburstmeter_meter_reads_total ");
+	if (!p || sscanf(p + 30, "%lf", &v) != 1)
+		fail_msg("no burstmeter_meter_reads_total in /metrics");
+	free(text);
+	return v;
+}
+
+/*
+ * The agent reads a meter only when the kernel says it moved (bm_moved):
+ * six sleeping effects cost no reads at all, where one read each per
+ * 40 ms was 150 a second; a spiking one (5 ms every 50 ms) is read.
+ */
+static void test_prometheus_idle_effects_are_not_read(void **state)
+{
+	double r0, r1, r2;
+	char id[7][64];
+	json_t *e;
+	int i;
+
+	(void)state;
+	free_ports(&st.metrics_port, &prom.port);
+	agent_start();
+	for (i = 0; i < 6; i++) {
+		snprintf(id[i], sizeof(id[i]), "%s-sleep%d", token, i);
+		launch(id[i], NULL, "bm-sleeper", "3000", NULL);
+	}
+	/* past their execs and first reads */
+	usleep(500 * 1000);
+	r0 = meter_reads();
+	usleep(1000 * 1000);
+	r1 = meter_reads();
+	snprintf(id[6], sizeof(id[6]), "%s-spike", token);
+	launch(id[6], NULL, "bm-spike", "5", "50", "24", NULL);
+	usleep(1000 * 1000);
+	r2 = meter_reads();
+	integ_note("meter reads in 1 s: %.0f with 6 sleepers, %.0f with a spiking effect beside them", r1 - r0,
+		   r2 - r1);
+	assert_true(r1 - r0 <= 1);
+	assert_true(r2 - r1 >= 10 && r2 - r1 <= 80);
+	for (i = 0; i < 7; i++) {
+		e = wait_final(id[i], 10000);
+		assert_string_equal(jstr(e, "state"), "succeeded");
+		json_decref(e);
+	}
+	agent_finish();
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_prometheus_rules_and_dashboard_promtool, setup_stack,
 						teardown_stack),
 		cmocka_unit_test_setup_teardown(test_prometheus_scrapes_bursts, setup_stack, teardown_stack),
+		cmocka_unit_test_setup_teardown(test_prometheus_idle_effects_are_not_read, setup_stack,
+						teardown_stack),
 	};
 	const char *ci = getenv("CI");
 	char rules[PATH_MAX];

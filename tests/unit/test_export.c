@@ -174,6 +174,7 @@ static const char golden[] =
 	NODE("meter_lost_records_total", "counter", "Ring-buffer records lost.", "0")
 	NODE("meter_map_full_total", "counter", "Map updates that found it full.", "2")
 	NODE("meter_late_total", "counter", "Contributions older than the window ring.", "5")
+	NODE("meter_reads_total", "counter", "Meters read for timelines and streams (idle ones are not).", "0")
 	NODE("bpf_run_seconds_total", "counter", "CPU time of our BPF code.", "1.5")
 	NODE("bpf_runs_total", "counter", "Runs of our BPF programs.", "42")
 	NODE("export_dropped_total", "counter", "Updates invalid or lost (ENOMEM).", "0");
@@ -365,7 +366,7 @@ static void test_export_folds_past_caps_into_other(void **state)
 				 "reason=\"completed\"}") == 1);
 	assert_null(strstr(out, "tenant=\"c\""));
 	assert_null(strstr(out, "tool=\"y\""));
-	assert_int_equal(count_samples(out), 5 + 8);	/* 5 counters, 8 node-wide */
+	assert_int_equal(count_samples(out), 5 + 9);	/* 5 counters, 9 node-wide */
 	free(out);
 	bm_export__free(e);
 }
@@ -421,7 +422,7 @@ static void realistic(struct bm_export *e, unsigned int effects, unsigned int to
 	static const char *const reasons[] = { "completed", "failed", "memory_ceiling",
 					       "deadline" };
 	static const char *const steps[] = { "throttle", "freeze", "thaw", "kill" };
-	struct bm_export_node n = { 7, 2, 1, 0, 3, 123456789, 9999 };
+	struct bm_export_node n = { 7, 2, 1, 0, 3, 123456789, 9999, 4242 };
 	uint64_t h[BM_HIST_BUCKETS];
 	char tool[32], id[32];
 	unsigned int i, d, k;
@@ -508,7 +509,7 @@ static void test_export_invalid_updates_are_counted(void **state)
 	bm_export__free(NULL);
 	out = render(e, false);
 	assert_true(sample(out, "burstmeter_export_dropped_total") == 4);
-	assert_int_equal(count_samples(out), 8);	/* nothing else was recorded */
+	assert_int_equal(count_samples(out), 9);	/* nothing else was recorded */
 	free(out);
 	assert_int_equal(bm_export__render(NULL, false, &out, &len), -EINVAL);
 	bm_export__free(e);
@@ -516,7 +517,7 @@ static void test_export_invalid_updates_are_counted(void **state)
 
 /*
  * 5,000 effects of 50 tool kinds under max_tools 20: the series stay under
- * the bound of export.c, 406 * (max_tenants + 1) * (max_tools + 1) + 8, and
+ * the bound of export.c, 406 * (max_tenants + 1) * (max_tools + 1) + 9, and
  * the render time is printed, first and best of 5 (not asserted: sanitizers
  * and loaded CI machines vary).
  */
@@ -542,7 +543,7 @@ static void test_export_cardinality_and_render_time(void **state)
 		printf("# render %s: %u series, %zu bytes: first %.2f ms, best of 5 %.2f ms\n",
 		       om ? "openmetrics" : "prometheus", count_samples(out), strlen(out), first,
 		       best);
-		assert_true(count_samples(out) <= 406 * 9 * 21 + 8);
+		assert_true(count_samples(out) <= 406 * 9 * 21 + 9);
 		assert_null(strstr(out, "tool=\"tool-20\""));	/* tool-20..49 fold */
 		assert_non_null(strstr(out, "tool=\"tool-19\""));
 		assert_non_null(strstr(out, "tool=\"other\""));

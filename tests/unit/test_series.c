@@ -220,6 +220,44 @@ static void test_series_bounded_keeps_bursts_in_fixed_memory(void **state)
 	assert_int_equal(s.max, 64);
 }
 
+/* Runs of idle windows pushed at once make the series that one push per window makes. */
+static void test_series_push_n_is_n_pushes(void **state)
+{
+	static const uint64_t runs[] = { 1, 3, 0, 64, 1000, 7, 250000, 2, 5 };
+	struct bm_series a = { .window_ns = W_NS, .max = 64 }, b = { .window_ns = W_NS, .max = 64 };
+	struct bm_series c = { .window_ns = W_NS };
+	double v[BM_DIM__MAX] = { 0 };
+	size_t i, k;
+	uint64_t j;
+	int d;
+
+	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		/* a window with something in it, then a run of windows at a level */
+		v[BM_DIM_CPU] = 1.0 + (double)i;
+		v[BM_DIM_MEM] = 100.0 * (double)i;
+		assert_int_equal(bm_series_push(&a, v), 0);
+		assert_int_equal(bm_series_push(&b, v), 0);
+		v[BM_DIM_CPU] = 0;
+		assert_int_equal(bm_series_push_n(&a, v, runs[i]), 0);
+		for (j = 0; j < runs[i]; j++)
+			assert_int_equal(bm_series_push(&b, v), 0);
+		if (runs[i] < 2000)
+			assert_int_equal(bm_series_push_n(&c, v, runs[i]), 0);
+	}
+	assert_int_equal(a.n, b.n);
+	assert_int_equal(a.step, b.step);
+	assert_int_equal(a.part_n, b.part_n);
+	assert_true(a.step > 1);
+	for (d = 0; d < BM_DIM__MAX; d++)
+		for (k = 0; k < bm_series_len(&a); k++)
+			assert_true(bm_series_at(&a, d, k) == bm_series_at(&b, d, k));
+	/* unbounded: one point per window */
+	assert_int_equal(bm_series_len(&c), 1 + 3 + 0 + 64 + 1000 + 7 + 2 + 5);
+	bm_series_free(&a);
+	bm_series_free(&b);
+	bm_series_free(&c);
+}
+
 static void test_series_svg_bursts_render(void **state)
 {
 	struct bm_series s = { .window_ns = W_NS };
@@ -511,6 +549,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_series_push_grows_geometrically_and_cleans),
 		cmocka_unit_test(test_series_bounded_keeps_bursts_in_fixed_memory),
+		cmocka_unit_test(test_series_push_n_is_n_pushes),
 		cmocka_unit_test(test_series_svg_bursts_render),
 		cmocka_unit_test(test_series_svg_ramp_meets_its_ceiling),
 		cmocka_unit_test(test_series_svg_keeps_one_window_spike_in_20000),
