@@ -38,6 +38,7 @@ LIB_SRCS := $(wildcard user/*.c)
 LIB_OBJS := $(patsubst user/%.c,$(O)/user/%.o,$(LIB_SRCS))
 LIB := $(O)/libburstmeter.a
 BIN := $(O)/burstmeter
+SHIM := $(O)/bm-shim
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/tests/unit/%,$(UNIT_SRCS))
 INTEG_SRCS := $(wildcard tests/integration/test_*.c)
@@ -50,7 +51,7 @@ WORKLOADS := $(patsubst tests/workloads/%.c,$(O)/workloads/%,$(WORKLOAD_SRCS))
 .PHONY: all deps run check check-san check-integ test test-vm bench vmlinux install clean \
 	unit-bins integ-bins
 
-all: $(BIN) $(WORKLOADS)
+all: $(BIN) $(SHIM) $(WORKLOADS)
 
 # --- BPF: compile, strip DWARF and link (gen object), embed (gen skeleton)
 $(O)/bpf/%.tmp.o: bpf/%.bpf.c $(VMLINUX_H) | $(O)/bpf
@@ -81,6 +82,11 @@ $(O)/tools/%.o: tools/%.c | $(SKELS) $(O)/tools
 $(BIN): $(O)/tools/burstmeter.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# what the spawner execs for each shim: static, libc only, so that it starts fast
+$(SHIM): $(O)/tools/bm-shim.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $(if $(filter 1,$(SAN)),,-static) -o $@ $^
 
 $(O)/workloads/%: tests/workloads/%.c | $(O)/workloads
 	$(call msg,CC,$@)
@@ -134,8 +140,9 @@ bench: deps all
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux.h
 
-install: $(BIN)
+install: $(BIN) $(SHIM)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(prefix)/sbin/burstmeter
+	install -D -m 0755 $(SHIM) $(DESTDIR)$(prefix)/sbin/bm-shim
 
 clean:
 	rm -rf $(O)

@@ -16,12 +16,13 @@
  *     POST N effects of /bin/true one after the other as fast as the agent
  *     answers, then poll /v1/healthz until nothing runs or waits. Prints
  *     "rate N POSTED_NS DONE_NS OK REFUSED".
- *   bm-agentc SOCK submit N PREFIX TARGET_NS HOLD_MS SPIKE_EVERY SLEEPER SPIKE DEADLINE_NS
+ *   bm-agentc SOCK submit N PREFIX TARGET_NS HOLD_MS SPIKE_EVERY SLEEPER SPIKE DEADLINE_NS [JOBS]
  *     POST up to N effects, until DEADLINE (CLOCK_MONOTONIC ns): SLEEPER MS,
  *     with MS = max(HOLD_MS, TARGET - now), so that they all overlap until
  *     about TARGET; every SPIKE_EVERY-th is SPIKE 2 100 COUNT instead (2 ms
- *     on one core every 100 ms, as long). Prints "submit TRIED POSTED_NS OK
- *     REFUSED" and "progress K NS" each 100.
+ *     on one core every 100 ms, as long). JOBS clients (default 1) post at
+ *     once, as an orchestrator with several calls in flight would. Prints
+ *     "submit TRIED POSTED_NS OK REFUSED" and "progress K NS" each 100.
  * Ids are PREFIX-KIND-N. Exit status 0, or 1 when the agent could not be
  * reached or a request was malformed.
  */
@@ -30,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -206,15 +208,20 @@ static int rate(int n, const char *prefix)
 	return 0;
 }
 
-static int submit(int n, const char *prefix, long long target, long long hold_ms, int spike_every,
-		  const char *sleeper, const char *spike, long long deadline)
-{
-	long long t0 = now_ns(), ms;
-	char id[128], a1[32], a2[32];
-	int i, st, ok = 0, bad = 0;
-	json_t *argv;
+/* What the submitting clients share: the next index, and the counts. */
+struct tally {
+	int next, done, ok, bad;
+};
 
-	for (i = 0; i < n && now_ns() < deadline; i++) {
+static void submit_one(struct tally *t, int n, const char *prefix, long long t0, long long target,
+		       long long hold_ms, int spike_every, const char *sleeper, const char *spike, long long deadline)
+{
+	char id[128], a1[32], a2[32];
+	long long ms;
+	json_t *argv;
+	int i, st, d;
+
+	while (now_ns() < deadline && (i = __atomic_fetch_add(&t->next, 1, __ATOMIC_SEQ_CST)) < n) {
 		ms = (target - now_ns()) / 1000000LL;
 		ms = ms < hold_ms ? hold_ms : ms;
 		snprintf(id, sizeof(id), "%s-s-%d", prefix, i);
@@ -227,15 +234,38 @@ static int submit(int n, const char *prefix, long long target, long long hold_ms
 		}
 		st = post(id, argv, NULL);
 		if (st == 201 || st == 202)
-			ok++;
-		else if (bad++ < 5)
+			__atomic_fetch_add(&t->ok, 1, __ATOMIC_SEQ_CST);
+		else if (__atomic_fetch_add(&t->bad, 1, __ATOMIC_SEQ_CST) < 5)
 			fprintf(stderr, "bm-agentc: POST %s: %d\n", id, st);
-		if ((i + 1) % 100 == 0) {
-			printf("progress %d %lld\n", i + 1, now_ns() - t0);
-			fflush(stdout);
+		d = __atomic_add_fetch(&t->done, 1, __ATOMIC_SEQ_CST);
+		if (d % 100 == 0)
+			printf("progress %d %lld\n", d, now_ns() - t0);
+	}
+}
+
+static int submit(int n, const char *prefix, long long target, long long hold_ms, int spike_every,
+		  const char *sleeper, const char *spike, long long deadline, int jobs)
+{
+	struct tally *t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	long long t0 = now_ns();
+	int j;
+
+	if (t == MAP_FAILED)
+		return 1;
+	jobs = jobs < 1 ? 1 : jobs > 64 ? 64 : jobs;
+	for (j = 0; j < jobs; j++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			break;
+		if (!pid) {
+			submit_one(t, n, prefix, t0, target, hold_ms, spike_every, sleeper, spike, deadline);
+			_exit(0);
 		}
 	}
-	printf("submit %d %lld %d %d\n", i, now_ns() - t0, ok, bad);
+	while (wait(NULL) > 0)
+		;
+	printf("submit %d %lld %d %d\n", t->done, now_ns() - t0, t->ok, t->bad);
 	return 0;
 }
 
@@ -251,15 +281,15 @@ int main(int argc, char **argv)
 		ret = launch(atoi(argv[3]), argv[4], argv[5], argv[6]);
 	else if (!strcmp(argv[2], "rate") && argc == 5)
 		ret = rate(atoi(argv[3]), argv[4]);
-	else if (!strcmp(argv[2], "submit") && argc == 11)
+	else if (!strcmp(argv[2], "submit") && (argc == 11 || argc == 12))
 		ret = submit(atoi(argv[3]), argv[4], atoll(argv[5]), atoll(argv[6]), atoi(argv[7]), argv[8], argv[9],
-			     atoll(argv[10]));
+			     atoll(argv[10]), argc == 12 ? atoi(argv[11]) : 1);
 	else
 		goto usage;
 	return ret;
 usage:
 	fprintf(stderr, "usage: bm-agentc SOCK launch ROUNDS PREFIX STAMP_BIN STAMP_FILE\n"
 			"       bm-agentc SOCK rate N PREFIX\n"
-			"       bm-agentc SOCK submit N PREFIX TARGET_NS HOLD_MS SPIKE_EVERY SLEEPER SPIKE DEADLINE_NS\n");
+			"       bm-agentc SOCK submit N PREFIX TARGET_NS HOLD_MS SPIKE_EVERY SLEEPER SPIKE DEADLINE_NS [JOBS]\n");
 	return 2;
 }

@@ -8,6 +8,7 @@
 #include "common.h"
 #include "hist_cmd.h"
 #include "run.h"
+#include "spawner.h"
 #include "top.h"
 
 #ifndef BM_VERSION
@@ -77,6 +78,9 @@ int main(int argc, char **argv)
 {
 	const struct cmd *c;
 
+	/* a ready shim of the agent's spawner, exec'd by it (spawner.h) */
+	if (argc == 2 && !strcmp(argv[0], BM_SHIM_ARGV0) && !strcmp(argv[1], "--ready"))
+		bm_spawner__ready_main(BM_SHIM_READY_FD);
 	if (argc < 2) {
 		cmd_help(0, NULL);
 		return BM_EXIT_USAGE;

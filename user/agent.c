@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,16 +43,6 @@ static void ag_unwatch(struct bm_agent *a, int fd)
 {
 	if (fd >= 0)
 		epoll_ctl(a->epfd, EPOLL_CTL_DEL, fd, NULL);
-}
-
-struct ag_effect *ag_find(struct bm_agent *a, const char *tenant, const char *id)
-{
-	unsigned int i;
-
-	for (i = 0; i < a->n_eff; i++)
-		if (!strcmp(a->eff[i]->req.id, id) && !strcmp(a->eff[i]->tenant, tenant))
-			return a->eff[i];
-	return NULL;
 }
 
 static struct ag_effect *find_cgid(struct bm_agent *a, uint64_t cgid)
@@ -135,6 +126,7 @@ static void free_effect(struct bm_agent *a, struct ag_effect *e)
 			break;
 		}
 	}
+	ag_index_del(a, e);
 	ag_streams_end(a, e);
 	bm_request_free(&e->req);
 	bm_series_free(&e->series);
@@ -190,8 +182,12 @@ static void on_shim(struct bm_agent *a, struct ag_effect *e)
 	siginfo_t si = { 0 };
 	int status = -1;
 
-	waitid(P_PIDFD, (id_t)e->shim.pidfd, &si, WEXITED | WNOHANG);
-	ag_unwatch(a, e->shim.pidfd);
+	ag_set_shim_id(a, e, 0);
+	if (e->shim.pidfd >= 0) {
+		/* reaps it where it is ours (forked without a spawner) */
+		waitid(P_PIDFD, (id_t)e->shim.pidfd, &si, WEXITED | WNOHANG);
+		ag_unwatch(a, e->shim.pidfd);
+	}
 	if (e->req.mode == BM_REQ_ATTACH) {
 		/* its status is the caller's, who reaps it: give the caller a moment to say */
 		e->exit_wait_ns = bm_now_ns() + 2 * BM_NSEC_PER_SEC;
@@ -224,42 +220,124 @@ void ag_watch_effect(struct bm_agent *a, struct ag_effect *e)
 	ag_watch(a, e->shim.pidfd, &e->t_shim, AG_EFF_SHIM, e);
 }
 
-/*
- * Run the effects' timers that are due. From the last effect down: one
- * that ends is swapped out by the last (already seen), and effects started
- * meanwhile are appended past where we began (their turn comes with the
- * next arming, at once if they are due).
- */
-static void run_timers(struct bm_agent *a)
+void ag_spawner_gone(struct bm_agent *a)
 {
-	uint64_t now = bm_now_ns();
+	struct bm_spawner_msg died = { .ret = -ECONNRESET };
 	unsigned int i;
 
+	bm_warn("the spawner is gone: the agent forks its shims itself from now on");
+	ag_unwatch(a, bm_spawner__fd(a->spawner));
+	bm_spawner__free(a->spawner);
+	a->spawner = NULL;
+	/* downward: a launch that fails here frees its effect, swapped for the last (seen already) */
 	for (i = a->n_eff; i-- > 0;) {
 		struct ag_effect *e;
 
 		if (i >= a->n_eff)
 			continue;
 		e = a->eff[i];
+		/* unanswered: whatever it started dies with its cgroup */
+		if (e->launching) {
+			ag_launched(a, e, &died);
+			continue;
+		}
+		if (!e->shim_id)
+			continue;
+		ag_set_shim_id(a, e, 0);
+		/* not ours to reap: gone already (ESRCH), or watched from here on */
+		e->shim.pidfd = (int)syscall(SYS_pidfd_open, e->shim.pid, 0);
+		if (e->shim.pidfd < 0)
+			on_shim(a, e);
+		else
+			ag_watch_effect(a, e);
+	}
+}
+
+/* What the spawner says: launches answered (by their effect's seq), shims ended (by their id). */
+static void spawner_msgs(struct bm_agent *a)
+{
+	struct bm_spawner_msg m;
+	struct ag_effect *e;
+	int r = 0;
+
+	while (a->spawner && (r = bm_spawner__next(a->spawner, &m)) > 0) {
+		e = m.exited ? ag_find_shim(a, m.shim_id) : ag_find_seq(a, m.tag);
+		if (e && !m.exited && !e->launching)
+			e = NULL;
+		if (e && m.exited)
+			on_shim(a, e);
+		else if (e)
+			ag_launched(a, e, &m);
+	}
+	if (a->spawner && r < 0)
+		ag_spawner_gone(a);
+}
+
+/*
+ * Launches under way are answered before we go: an effect the next agent
+ * finds in the store is queued (never started) or running, not both. A
+ * spawner that does not answer in time leaves them queued.
+ */
+static void drain_launches(struct bm_agent *a)
+{
+	uint64_t until = bm_now_ns() + 5 * BM_NSEC_PER_SEC;
+	struct pollfd p = { .events = POLLIN };
+	unsigned int i, n;
+
+	while (a->spawner && bm_now_ns() < until) {
+		for (i = n = 0; i < a->n_eff; i++)
+			n += a->eff[i]->launching;
+		if (!n)
+			break;
+		p.fd = bm_spawner__fd(a->spawner);
+		poll(&p, 1, 100);
+		spawner_msgs(a);
+	}
+}
+
+/*
+ * Run the effects' timers that are due, the earliest first (a->heap). Those
+ * due now are taken by their seq first: running one may end it, or start
+ * another, which is due at once and runs with the next arming.
+ */
+static void run_timers(struct bm_agent *a)
+{
+	uint64_t now = bm_now_ns(), *due = NULL;
+	struct ag_effect *e;
+	unsigned int n = 0, cap = 0, i;
+
+	while ((e = ag_heap_top(a)) && ag_due(e) <= now) {
+		uint64_t *p;
+
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			p = realloc(due, cap * sizeof(*p));
+			if (!p)
+				break;
+			due = p;
+		}
+		due[n++] = e->seq;
+		/* out of the heap while it runs: moving its timers puts it back */
+		ag_heap_pop(a);
+	}
+	for (i = 0; i < n; i++) {
+		e = ag_find_seq(a, due[i]);
+		if (!e)
+			continue;
 		if (e->sup.deadline_at <= now)
 			bm_sup__on_deadline(&e->sup);
 		if (e->sup.timer_at <= now)
 			on_effect_timer(a, e);	/* may free e */
 	}
+	free(due);
 }
 
-/* Arm the one timer at the earliest of the effects' (a scan: no syscall if it did not move). */
+/* Arm the one timer at the earliest of the effects' (no syscall if it did not move). */
 static void arm_timers(struct bm_agent *a)
 {
-	uint64_t at = UINT64_MAX;
-	unsigned int i;
+	struct ag_effect *e = ag_heap_top(a);
+	uint64_t at = e ? ag_due(e) : UINT64_MAX;
 
-	for (i = 0; i < a->n_eff; i++) {
-		const struct bm_sup *s = &a->eff[i]->sup;
-
-		at = s->timer_at < at ? s->timer_at : at;
-		at = s->deadline_at < at ? s->deadline_at : at;
-	}
 	if (at == a->timers_at)
 		return;
 	a->timers_at = at;
@@ -295,6 +373,9 @@ static void dispatch(struct bm_agent *a, struct ag_tag *t)
 			run_timers(a);
 		}
 		break;
+	case AG_SPAWNER:
+		spawner_msgs(a);
+		break;
 	case AG_EFF_SHIM:
 		on_shim(a, t->ptr);
 		break;
@@ -325,16 +406,32 @@ static int make_dirs(const char *state)
 	return 0;
 }
 
+/* bm-shim beside our binary, or our binary itself (it runs `bm-shim --ready` too, slower to start). */
+static const char *shim_exe(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - sizeof("/" BM_SHIM_ARGV0));
+	char *slash;
+
+	if (n <= 0)
+		return "/proc/self/exe";
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (!slash)
+		return "/proc/self/exe";
+	strcpy(slash + 1, BM_SHIM_ARGV0);
+	return access(buf, X_OK) ? "/proc/self/exe" : buf;
+}
+
 static int setup(struct bm_agent *a)
 {
 	struct bm_loader_opts lo = { .on_event = on_event, .ctx = a, .pin_dir = a->cfg.pin_dir };
 	struct itimerspec its = { .it_interval.tv_nsec = AG_TICK_NS, .it_value.tv_nsec = AG_TICK_NS };
-	char err[512];
+	char err[512], exe[PATH_MAX];
 	sigset_t mask;
 	int ret;
 
 	/* first, while we are small: see spawner.h */
-	a->spawner = bm_spawner__start();
+	a->spawner = bm_spawner__start(shim_exe(exe, sizeof(exe)));
 	if (!a->spawner)
 		bm_warn("no spawner (%s): the agent forks its shims itself", strerror(errno));
 	ret = make_dirs(a->cfg.state_dir);
@@ -381,13 +478,17 @@ static int setup(struct bm_agent *a)
 	ag_watch(a, bm_loader__event_fd(a->loader), &a->t_rb, AG_RINGBUF, NULL);
 	ag_watch(a, a->tick_fd, &a->t_tick, AG_TICK, NULL);
 	ag_watch(a, a->timers_fd, &a->t_timers, AG_TIMERS, NULL);
+	if (a->spawner)
+		ag_watch(a, bm_spawner__fd(a->spawner), &a->t_spawner, AG_SPAWNER, NULL);
 	return ag_api_start(a);
 }
 
 static void teardown(struct bm_agent *a)
 {
-	bool idle = !a->n_eff;
+	bool idle;
 
+	drain_launches(a);
+	idle = !a->n_eff;
 	ag_api_stop(a);
 	/* effects still running stay metered (pinned) for the next agent to adopt */
 	while (a->n_eff) {
@@ -401,6 +502,7 @@ static void teardown(struct bm_agent *a)
 			close(e->shim.pidfd);
 		free_effect(a, e);
 	}
+	ag_index_free(a);
 	if (idle && a->loader)
 		bm_loader__unpin(a->loader);
 	bm_loader__free(a->loader);

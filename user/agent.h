@@ -22,7 +22,7 @@ struct bm_agent;
 struct MHD_Connection;
 
 /* What an epoll event is about. */
-enum ag_kind { AG_SIGNAL, AG_RINGBUF, AG_API, AG_METRICS, AG_TICK, AG_TIMERS, AG_EFF_SHIM };
+enum ag_kind { AG_SIGNAL, AG_RINGBUF, AG_API, AG_METRICS, AG_TICK, AG_TIMERS, AG_SPAWNER, AG_EFF_SHIM };
 
 struct ag_tag {
 	enum ag_kind kind;
@@ -38,8 +38,10 @@ struct ag_stream {
 	bool suspended, ended;
 };
 
+struct ag_conn;
 struct bm_egress;
 struct bm_spawner;
+struct bm_spawner_msg;
 
 struct ag_effect {
 	struct bm_sup sup;
@@ -49,7 +51,12 @@ struct ag_effect {
 	uint64_t seq;			/* admission order among equal priorities */
 	uid_t uid;
 	gid_t gid;
-	struct bm_child shim;
+	struct bm_child shim;		/* its pidfd: only where no spawner tells its end */
+	uint64_t shim_id;		/* the spawner's name for the shim, 0: none */
+	/* asked of the spawner, not answered yet (the answer is tagged with seq) */
+	bool launching, cancel_pending;
+	struct bm_agent *agent;
+	unsigned int queue_i, heap_i;	/* its place + 1 in a->queue and a->heap (0: not there) */
 	char status_path[PATH_MAX];
 	bool started;
 	uint64_t egress_cgid;		/* its allow-list is in the egress filter (0: none) */
@@ -72,6 +79,18 @@ struct ag_effect {
 /* The agent's tick: effects sampled (timelines, event streams), the queue looked at. */
 #define AG_TICK_NS (20 * BM_NSEC_PER_MSEC)
 
+/* Effects by a 64-bit key (agent_index.c). */
+struct ag_index {
+	uint64_t *key;
+	struct ag_effect **val;
+	size_t cap, n;
+};
+
+struct ag_tenant_count {
+	char name[BM_NAME_MAX + 1];
+	unsigned int running;
+};
+
 struct bm_agent {
 	struct bm_agent_cfg cfg;
 	struct bm_loader *loader;
@@ -92,17 +111,49 @@ struct bm_agent {
 	uint64_t timers_at;
 	struct ag_effect **eff;
 	unsigned int n_eff, cap_eff, running, queued;
+	struct ag_index by_name, by_seq, by_shim;
+	struct ag_effect **queue;		/* not started yet */
+	unsigned int n_queue, cap_queue;
+	/* effects whose ladder or deadline is due some time: a min-heap by the earliest */
+	struct ag_effect **heap;
+	unsigned int n_heap, cap_heap;
+	struct ag_tenant_count *tenants;	/* started effects per tenant */
+	unsigned int n_tenants;
 	uint64_t meter_reads;		/* by ag_sample(), for /metrics */
+	struct ag_conn *waiters;	/* POSTs whose answer waits for their effect's launch */
 	uint64_t seq;
 	bool stopping, scheduling;
-	struct ag_tag t_sig, t_rb, t_api, t_metrics, t_tick, t_timers;
+	struct ag_tag t_sig, t_rb, t_api, t_metrics, t_tick, t_timers, t_spawner;
 };
 
 /* Run the agent until SIGTERM/SIGINT. Returns the exit status (0, 1 runtime failure). */
 int bm_agent_run(const struct bm_agent_cfg *cfg);
 
-/* --- agent.c, for api.c */
+/* --- agent_index.c */
 struct ag_effect *ag_find(struct bm_agent *a, const char *tenant, const char *id);
+struct ag_effect *ag_find_seq(struct bm_agent *a, uint64_t seq);
+struct ag_effect *ag_find_shim(struct bm_agent *a, uint64_t shim_id);
+/* Index e (after its tenant, id and seq are set): 0 or -ENOMEM; not after ag_index_reserve(). */
+int ag_index_add(struct bm_agent *a, struct ag_effect *e);
+int ag_index_reserve(struct bm_agent *a);
+/* Out of every index, and out of its tenant's count if it started. */
+void ag_index_del(struct bm_agent *a, struct ag_effect *e);
+/* The spawner's id of e's shim (0: none), indexed. */
+void ag_set_shim_id(struct bm_agent *a, struct ag_effect *e, uint64_t id);
+/* Started effects of tenant, after adding delta. */
+unsigned int ag_tenant_count(struct bm_agent *a, const char *tenant, int delta);
+/* Queued (not started) effects: in when admitted, out when started or cancelled. */
+void ag_queue_add(struct bm_agent *a, struct ag_effect *e);
+void ag_queue_del(struct bm_agent *a, struct ag_effect *e);
+/* bm_sup's timers of e (ctx) moved: its place in the heap follows. */
+void ag_timers_moved(void *ctx);
+/* The effect due first, or NULL; when it is due. */
+struct ag_effect *ag_heap_top(const struct bm_agent *a);
+void ag_heap_pop(struct bm_agent *a);
+uint64_t ag_due(const struct ag_effect *e);
+void ag_index_free(struct bm_agent *a);
+
+/* --- agent.c, for api.c */
 /*
  * Take a validated request from caller (uid, gid, pid). Returns the HTTP
  * status (201 running, 202 queued, 200 the same id already exists, 429 the
@@ -140,6 +191,10 @@ void ag_retry_backoff(struct bm_agent *a, struct ag_effect *e);
 void ag_export_outcome(struct bm_agent *a, struct ag_effect *e);
 /* Watch an effect's fds in the event loop (agent.c). */
 void ag_watch_effect(struct bm_agent *a, struct ag_effect *e);
+/* The spawner died: its shims are watched by pidfd from now on, and the agent forks its own. */
+void ag_spawner_gone(struct bm_agent *a);
+/* The spawner's answer to e's launch: running, or failed to start (and then finished). */
+void ag_launched(struct bm_agent *a, struct ag_effect *e, const struct bm_spawner_msg *m);
 
 /* --- api.c */
 /* Serve whatever MHD has to do now. */
@@ -148,6 +203,8 @@ void ag_api_run(struct bm_agent *a);
 int ag_api_timeout_ms(struct bm_agent *a);
 /* End and release every stream of e. */
 void ag_streams_end(struct bm_agent *a, struct ag_effect *e);
+/* The launch tagged seq is answered: the POSTs that wait for it may answer now. */
+void ag_api_launched(struct bm_agent *a, uint64_t seq);
 int ag_api_start(struct bm_agent *a);
 void ag_api_stop(struct bm_agent *a);
 /* JSON view of an effect for the API (state, transitions, outcome). */

@@ -174,6 +174,7 @@ static void adopt_running(struct bm_agent *a, struct ag_effect *e, const struct 
 
 	ag_sup_opts(a, e, &so);
 	e->started = true;
+	ag_tenant_count(a, e->tenant, 1);
 	a->running++;
 	if (snprintf(e->status_path, sizeof(e->status_path), "%s/run/%s.%s.status", a->cfg.state_dir,
 		     e->tenant, e->req.id) >= (int)sizeof(e->status_path))
@@ -186,6 +187,7 @@ static void adopt_running(struct bm_agent *a, struct ag_effect *e, const struct 
 		e->sup.phase = BM_SUP_DONE;
 		/* due at once: the agent's timers finish it (outcome, store) */
 		e->sup.timer_at = 0;
+		ag_timers_moved(e);
 		return;
 	}
 	/* the shim, if it still runs (and is the same process), says when the command ends */
@@ -228,12 +230,20 @@ static int adopt_row(const struct bm_effect_row *row, void *ctx)
 	snprintf(e->tool, sizeof(e->tool), "%s", row->tool);
 	e->seq = ++a->seq;
 	e->state = BM_ST_QUEUED;
+	e->agent = a;
+	if (ag_index_add(a, e) || ag_index_reserve(a)) {
+		bm_request_free(&e->req);
+		free(e);
+		return -ENOMEM;
+	}
 	a->eff[a->n_eff++] = e;
 	c->n++;
-	if (row->cgroup[0])
+	if (row->cgroup[0]) {
 		adopt_running(a, e, row);
-	else
+	} else {
 		a->queued++;
+		ag_queue_add(a, e);
+	}
 	return 0;
 }
 

@@ -63,15 +63,6 @@ static bool node_has_room(const struct bm_agent *a)
 	return avg10 <= a->cfg.admit_cpu_pressure && (!kb || kb * 1024 >= a->cfg.admit_mem_available);
 }
 
-static unsigned int tenant_running(const struct bm_agent *a, const char *tenant)
-{
-	unsigned int i, n = 0;
-
-	for (i = 0; i < a->n_eff; i++)
-		n += a->eff[i]->started && !strcmp(a->eff[i]->tenant, tenant);
-	return n;
-}
-
 static const char *const default_env[] = {
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/", "LANG=C.UTF-8", NULL,
 };
@@ -132,23 +123,24 @@ static int launch(struct bm_agent *a, struct ag_effect *e)
 	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	exec_opts(e, &x, log_fd, null_fd);
 	join = bm_ceilings_join_fds(&e->sup.ceil, &n);
-	ret = a->spawner ? bm_spawner__shim(a->spawner, e->sup.cg->dirfd, join, n, e->req.argv, &x,
-					    e->status_path, &e->shim, &pid)
-			 : -EPIPE;
-	if (ret == -EPIPE || ret == -ECONNRESET) {
-		if (a->spawner) {
-			bm_warn("the spawner is gone: the agent forks its shims itself from now on");
-			bm_spawner__free(a->spawner);
-			a->spawner = NULL;
-		}
+	ret = -EPIPE;
+	if (a->spawner) {
+		/* the fds went with the request: the answer comes later (ag_launched()) */
+		ret = bm_spawner__send(a->spawner, e->seq, e->sup.cg->dirfd, join, n, e->req.argv, &x,
+				       e->status_path);
+		e->launching = !ret;
+		if (ret == -EPIPE || ret == -ECONNRESET)
+			ag_spawner_gone(a);
+	}
+	if (!a->spawner) {
 		ret = bm_effect_shim(e->sup.cg->dirfd, join, n, e->req.argv, &x, e->status_path, &e->shim,
 				     &pid);
+		e->sup.child.pid = pid;
 	}
 	if (log_fd >= 0)
 		close(log_fd);
 	if (null_fd >= 0)
 		close(null_fd);
-	e->sup.child.pid = pid;
 	return ret;
 }
 
@@ -189,6 +181,8 @@ void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_op
 	so->limits.pids = e->req.sandbox.pids_limit;
 	so->limits.timeout_ns = e->req.sandbox.timeout_ns;
 	so->shared_timers = true;
+	so->timers_moved = ag_timers_moved;
+	so->timers_ctx = (void *)e;
 	bm_policy_default(&so->policy);
 	/* the policy was checked when the agent started; a file changed since falls back */
 	if (a->cfg.policy[0] && bm_policy_load_file(a->cfg.policy, e->tenant, e->tool, &so->policy, err, sizeof(err))) {
@@ -219,6 +213,17 @@ void ag_egress_forget(struct bm_agent *a, struct ag_effect *e)
 	e->egress_cgid = 0;
 }
 
+/* Its command runs: say so in the store, and watch its shim. */
+static void running(struct bm_agent *a, struct ag_effect *e)
+{
+	bm_store__set_runtime(a->store, e->tenant, e->req.id, e->sup.cg->path, e->shim.pid > 0 ? e->shim.pid : 0,
+			      0);
+	e->state = BM_ST_QUEUED;
+	ag_watch_effect(a, e);
+	bm_store__transition(a->store, e->tenant, e->req.id, BM_ST_RUNNING, (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC));
+	e->state = BM_ST_RUNNING;
+}
+
 static void start(struct bm_agent *a, struct ag_effect *e)
 {
 	struct bm_sup_opts so;
@@ -227,6 +232,8 @@ static void start(struct bm_agent *a, struct ag_effect *e)
 	a->queued--;
 	a->running++;
 	e->started = true;
+	ag_queue_del(a, e);
+	ag_tenant_count(a, e->tenant, 1);
 	ag_sup_opts(a, e, &so);
 	ret = bm_sup__start(&e->sup, a->loader, &a->env, a->parent, &so);
 	if (ret)
@@ -237,12 +244,23 @@ static void start(struct bm_agent *a, struct ag_effect *e)
 	ret = e->req.mode == BM_REQ_ATTACH ? attach(e) : launch(a, e);
 	if (ret)
 		return start_failed(a, e, ret > 0 ? ret : 0, "start the command", ret);
-	bm_store__set_runtime(a->store, e->tenant, e->req.id, e->sup.cg->path, e->shim.pid > 0 ? e->shim.pid : 0,
-			      0);
-	e->state = BM_ST_QUEUED;
-	ag_watch_effect(a, e);
-	bm_store__transition(a->store, e->tenant, e->req.id, BM_ST_RUNNING, (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC));
-	e->state = BM_ST_RUNNING;
+	if (!e->launching)
+		running(a, e);
+}
+
+void ag_launched(struct bm_agent *a, struct ag_effect *e, const struct bm_spawner_msg *m)
+{
+	e->launching = false;
+	/* they answer from the store, once this is done */
+	ag_api_launched(a, e->seq);
+	if (m->ret)
+		return start_failed(a, e, m->ret > 0 ? m->ret : 0, "start the command", m->ret);
+	e->shim.pid = m->shim_pid;
+	ag_set_shim_id(a, e, m->shim_id);
+	e->sup.child.pid = m->effect_pid;
+	running(a, e);
+	if (e->cancel_pending)
+		ag_cancel(a, e);
 }
 
 void ag_schedule(struct bm_agent *a)
@@ -255,10 +273,10 @@ void ag_schedule(struct bm_agent *a)
 	a->scheduling = true;
 	while (a->queued && a->running < a->cfg.max_running && !a->stopping && node_has_room(a)) {
 		best = NULL;
-		for (i = 0; i < a->n_eff; i++) {
-			struct ag_effect *e = a->eff[i];
+		for (i = 0; i < a->n_queue; i++) {
+			struct ag_effect *e = a->queue[i];
 
-			if (e->started || tenant_running(a, e->tenant) >= a->cfg.tenant_max_running)
+			if (ag_tenant_count(a, e->tenant, 0) >= a->cfg.tenant_max_running)
 				continue;
 			if (!best || e->req.priority > best->req.priority ||
 			    (e->req.priority == best->req.priority && e->seq < best->seq))
@@ -357,7 +375,7 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 	canon = bm_request_json(req);
 	row.request_json = canon ? json_dumps(canon, JSON_COMPACT) : NULL;
 	json_decref(canon);
-	if (!e || !row.request_json || (a->n_eff == a->cap_eff && grow(a))) {
+	if (!e || !row.request_json || (a->n_eff == a->cap_eff && grow(a)) || ag_index_reserve(a)) {
 		free(e);
 		free(row.request_json);
 		*why = "out of memory";
@@ -386,6 +404,10 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 	e->gid = gid;
 	e->seq = ++a->seq;
 	e->state = BM_ST_QUEUED;
+	e->agent = a;
+	/* reserved above: cannot fail */
+	ag_index_add(a, e);
+	ag_queue_add(a, e);
 	a->eff[a->n_eff++] = e;
 	a->queued++;
 	ag_schedule(a);
@@ -401,6 +423,8 @@ int ag_cancel(struct bm_agent *a, struct ag_effect *e)
 	if (!e->started) {
 		/* never started: it ends here, cancelled */
 		e->started = true;
+		ag_queue_del(a, e);
+		ag_tenant_count(a, e->tenant, 1);
 		a->queued--;
 		a->running++;
 		e->sup.cancelled = true;
@@ -408,6 +432,11 @@ int ag_cancel(struct bm_agent *a, struct ag_effect *e)
 		e->sup.out.by = "api";
 		e->sup.phase = BM_SUP_DONE;
 		ag_watch_effect(a, e);
+		return 0;
+	}
+	/* its command is being started: cancelled once it runs (ag_launched()) */
+	if (e->launching) {
+		e->cancel_pending = true;
 		return 0;
 	}
 	/* SIGTERM now, cgroup.kill after the policy's grace */

@@ -25,6 +25,16 @@ struct ag_conn {
 	bool too_big;
 	struct ag_stream *stream;
 	struct ag_effect *eff;
+	/*
+	 * A POST whose effect is being launched: suspended on a->waiters until
+	 * the spawner answers (wait_seq), then answered from the store.
+	 */
+	bool waiting, answered;
+	uint64_t wait_seq;
+	int wait_status;
+	char tenant[BM_NAME_MAX + 1], id[BM_NAME_MAX + 1];
+	struct MHD_Connection *conn;
+	struct ag_conn *next;
 };
 
 struct caller {
@@ -157,9 +167,50 @@ static enum MHD_Result create(struct bm_agent *a, struct MHD_Connection *c, stru
 		bm_request_free(&req);
 		return reply(c, (unsigned int)st, json_pack("{s:s}", "error", why), retry);
 	}
-	j = ag_effect_json(a, tenant, e ? e->req.id : id);
 	bm_request_free(&req);
+	if (e && e->launching) {
+		/* 201 says it runs: wait for the spawner's answer (ag_api_launched()) */
+		cc->waiting = true;
+		cc->wait_seq = e->seq;
+		cc->wait_status = st;
+		snprintf(cc->tenant, sizeof(cc->tenant), "%s", tenant);
+		snprintf(cc->id, sizeof(cc->id), "%s", e->req.id);
+		cc->conn = c;
+		cc->next = a->waiters;
+		a->waiters = cc;
+		MHD_suspend_connection(c);
+		return MHD_YES;
+	}
+	j = ag_effect_json(a, tenant, e ? e->req.id : id);
 	return reply(c, (unsigned int)st, j ? j : json_pack("{s:s}", "error", "not found"), 0);
+}
+
+void ag_api_launched(struct bm_agent *a, uint64_t seq)
+{
+	struct ag_conn **pp = &a->waiters, *cc;
+
+	while ((cc = *pp)) {
+		if (cc->wait_seq != seq) {
+			pp = &cc->next;
+			continue;
+		}
+		*pp = cc->next;
+		cc->waiting = false;
+		cc->answered = true;
+		MHD_resume_connection(cc->conn);
+	}
+}
+
+static void unwait(struct bm_agent *a, struct ag_conn *cc)
+{
+	struct ag_conn **pp;
+
+	for (pp = &a->waiters; *pp; pp = &(*pp)->next) {
+		if (*pp == cc) {
+			*pp = cc->next;
+			break;
+		}
+	}
 }
 
 struct list_ctx {
@@ -446,6 +497,11 @@ enum MHD_Result ag_api_handler(void *cls, struct MHD_Connection *c, const char *
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	if (cc->answered) {
+		json_t *j = ag_effect_json(cls, cc->tenant, cc->id);
+
+		return reply(c, (unsigned int)cc->wait_status, j ? j : json_pack("{s:s}", "error", "not found"), 0);
+	}
 	return route(cls, c, cc, url, method);
 }
 
@@ -460,6 +516,8 @@ void ag_api_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
 	(void)toe;
 	if (!cc)
 		return;
+	if (cc->waiting)
+		unwait(a, cc);
 	/* a stream whose reader went away leaves its effect's list */
 	for (i = 0; cc->stream && i < a->n_eff; i++) {
 		if (a->eff[i] != cc->eff)

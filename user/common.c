@@ -7,7 +7,6 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
-#include <bpf/libbpf.h>
 
 #include "common.h"
 
@@ -17,6 +16,11 @@ static bool log_json;
 void bm_log_set_level(enum bm_log_level level)
 {
 	log_level = level;
+}
+
+enum bm_log_level bm_log_get_level(void)
+{
+	return log_level;
 }
 
 void bm_log_set_json(bool json)
@@ -69,34 +73,6 @@ void bm_log(enum bm_log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vlog(level, fmt, ap);
 	va_end(ap);
-}
-
-/*
- * libbpf warns about what we probe on purpose (a missing tracepoint, a map
- * type this kernel lacks); a real load failure is reported by the caller,
- * and -v shows libbpf's own account of it. A verifier log runs to many
- * kilobytes: it is printed whole, a "burstmeter: " line per line of it, so
- * that -v shows why a kernel refused a program.
- */
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	char *msg = NULL, *line, *save = NULL;
-	size_t i;
-
-	if (log_level < BM_LOG_DEBUG || vasprintf(&msg, fmt, ap) < 0)
-		return 0;
-	for (i = 0; msg[i]; i++)
-		if (((unsigned char)msg[i] < 0x20 && msg[i] != '\n') || msg[i] == 0x7f)
-			msg[i] = '?';
-	for (line = strtok_r(msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		fprintf(stderr, "burstmeter: %s\n", line);
-	free(msg);
-	return 0;
-}
-
-void bm_log_libbpf(void)
-{
-	libbpf_set_print(libbpf_print);
 }
 
 static uint64_t clock_ns(clockid_t id)

@@ -18,9 +18,10 @@ enum bm_log_level { BM_LOG_ERROR, BM_LOG_WARN, BM_LOG_INFO, BM_LOG_DEBUG };
 /* Messages go to stderr as "burstmeter: ..."; debug only with bm_log_set_level(BM_LOG_DEBUG). */
 void bm_log(enum bm_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void bm_log_set_level(enum bm_log_level level);
+enum bm_log_level bm_log_get_level(void);
 /* When set, errors are printed as {"error": "..."} so scripts never parse prose. */
 void bm_log_set_json(bool json);
-/* Route libbpf's messages through bm_log (its debug output only at BM_LOG_DEBUG). */
+/* Route libbpf's messages through bm_log (its debug output only at BM_LOG_DEBUG); in loader.c. */
 void bm_log_libbpf(void);
 
 #define bm_err(...) bm_log(BM_LOG_ERROR, __VA_ARGS__)

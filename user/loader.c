@@ -20,6 +20,34 @@
 /* Not in Debian 12's 6.1 uapi headers; the value is ABI (include/uapi/linux/bpf.h, 6.2). */
 #define BM_MAP_TYPE_CGRP_STORAGE ((enum bpf_map_type)32)
 
+/*
+ * libbpf warns about what we probe on purpose (a missing tracepoint, a map
+ * type this kernel lacks); a real load failure is reported by the caller,
+ * and -v shows libbpf's own account of it. A verifier log runs to many
+ * kilobytes: it is printed whole, a "burstmeter: " line per line of it, so
+ * that -v shows why a kernel refused a program.
+ */
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char *msg = NULL, *line, *save = NULL;
+	size_t i;
+
+	if (bm_log_get_level() < BM_LOG_DEBUG || vasprintf(&msg, fmt, ap) < 0)
+		return 0;
+	for (i = 0; msg[i]; i++)
+		if (((unsigned char)msg[i] < 0x20 && msg[i] != '\n') || msg[i] == 0x7f)
+			msg[i] = '?';
+	for (line = strtok_r(msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		fprintf(stderr, "burstmeter: %s\n", line);
+	free(msg);
+	return 0;
+}
+
+void bm_log_libbpf(void)
+{
+	libbpf_set_print(libbpf_print);
+}
+
 /* The maps userspace uses, by index: the same whether loaded or adopted from pins. */
 enum { M_CGST, M_CGHASH, M_MM, M_EVENTS, M_STATS, M_MOVED, M_META, M__MAX };
 /* As pinned; bpffs takes no dots, so bm_moved is pinned under a name of its own. */
@@ -553,21 +581,35 @@ int bm_loader__read(struct bm_loader *l, const struct bm_cgroup *cg, struct bm_m
 	return 0;
 }
 
-/* Forget mms charged to cg whose teardown happened out of its sight. */
+/*
+ * Forget mms charged to cg whose teardown happened out of its sight. The
+ * map holds an entry per live mm of every effect: read it in batches (a
+ * few syscalls), not a lookup per key (two per entry, per ended effect).
+ */
 static void drop_mms(struct bm_loader *l, uint64_t cgid)
 {
-	int fd = l->fd[M_MM];
-	uint64_t key, next, stale[256];
-	struct bm_mm_state st;
+	enum { BATCH = 1024 };
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	uint64_t *keys = malloc(BATCH * sizeof(*keys)), stale[256], in, out;
+	struct bm_mm_state *vals = malloc(BATCH * sizeof(*vals));
 	unsigned int n = 0, i;
-	void *prev = NULL;
+	uint32_t count;
+	void *from = NULL;
+	int fd = l->fd[M_MM], err = !keys || !vals;
 
-	while (n < BM_ARRAY_SIZE(stale) && !bpf_map_get_next_key(fd, prev, &next)) {
-		if (!bpf_map_lookup_elem(fd, &next, &st) && st.cgid == cgid)
-			stale[n++] = next;
-		key = next;
-		prev = &key;
+	while (!err) {
+		count = BATCH;
+		err = bpf_map_lookup_batch(fd, from, &out, keys, vals, &count, &opts);
+		if (err && errno != ENOENT)
+			count = 0;
+		for (i = 0; i < count && n < BM_ARRAY_SIZE(stale); i++)
+			if (vals[i].cgid == cgid)
+				stale[n++] = keys[i];
+		in = out;
+		from = &in;
 	}
+	free(keys);
+	free(vals);
 	for (i = 0; i < n; i++)
 		bpf_map_delete_elem(fd, &stale[i]);
 }

@@ -46,6 +46,8 @@ static void arm_timer(struct bm_sup *s, uint64_t at_ns)
 	s->timer_at = at_ns;
 	if (s->timer_fd >= 0)
 		bm_timerfd_at(s->timer_fd, at_ns);
+	if (s->o.timers_moved)
+		s->o.timers_moved(s->o.timers_ctx);
 }
 
 static void arm_deadline(struct bm_sup *s, uint64_t at_ns)
@@ -53,6 +55,8 @@ static void arm_deadline(struct bm_sup *s, uint64_t at_ns)
 	s->deadline_at = at_ns;
 	if (s->deadline_fd >= 0)
 		bm_timerfd_at(s->deadline_fd, at_ns);
+	if (s->o.timers_moved)
+		s->o.timers_moved(s->o.timers_ctx);
 }
 
 static int make_timers(struct bm_sup *s);
@@ -344,7 +348,7 @@ void bm_sup__tick(struct bm_sup *s)
 
 	if (s->timer_fd >= 0 && read(s->timer_fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
 		return;
-	s->timer_at = UINT64_MAX;
+	arm_timer(s, UINT64_MAX);
 	if (s->phase == BM_SUP_RUNNING)
 		next = evaluate(s, now);
 	else if (s->phase == BM_SUP_LEFTOVERS || s->phase == BM_SUP_DRAINING)
@@ -387,7 +391,7 @@ void bm_sup__on_deadline(struct bm_sup *s)
 
 	if (s->deadline_fd >= 0 && read(s->deadline_fd, &ticks, sizeof(ticks)) < 0)
 		return;
-	s->deadline_at = UINT64_MAX;
+	arm_deadline(s, UINT64_MAX);
 	if (s->phase != BM_SUP_RUNNING)
 		return;
 	if (s->terminating) {
@@ -529,5 +533,7 @@ int bm_sup__release(struct bm_sup *s)
 		close(s->timer_fd);
 	s->child.pidfd = s->deadline_fd = s->timer_fd = -1;
 	s->deadline_at = s->timer_at = UINT64_MAX;
+	if (s->o.timers_moved)
+		s->o.timers_moved(s->o.timers_ctx);
 	return err;
 }

@@ -43,6 +43,9 @@ struct bm_sup_opts {
 	 * when they are due.
 	 */
 	bool shared_timers;
+	/* With shared_timers: called (with timers_ctx) whenever timer_at or deadline_at moves. */
+	void (*timers_moved)(void *ctx);
+	void *timers_ctx;
 };
 
 enum bm_sup_phase { BM_SUP_NEW, BM_SUP_RUNNING, BM_SUP_LEFTOVERS, BM_SUP_DRAINING, BM_SUP_DONE };

@@ -735,8 +735,8 @@ static pid_t find_spawner(pid_t agent)
 	return 0;
 }
 
-/* Launch id (bm-sleeper ms), check the chain command <- shim <- want_parent while it runs, and that it succeeds. */
-static void launch_under(const char *id, const char *ms, pid_t want_parent)
+/* Post id (bm-sleeper ms) and check the chain command <- shim <- want_parent while it runs. */
+static void post_under(const char *id, const char *ms, pid_t want_parent)
 {
 	char path[PATH_MAX + 16], buf[64], comm[32];
 	pid_t cmd, shim = 0, parent = 0;
@@ -752,17 +752,47 @@ static void launch_under(const char *id, const char *ms, pid_t want_parent)
 	if (parent != want_parent)
 		fail_msg("%s: its shim %d is the child of %d, expected %d", id, (int)shim, (int)parent,
 			 (int)want_parent);
-	e = wait_final(id, 20000);
+}
+
+/* It succeeded, its exit status come through the shim's file, whoever forked the shim. */
+static void wait_succeeded(const char *id)
+{
+	json_t *e = wait_final(id, 20000);
+
 	assert_string_equal(jstr(e, "state"), "succeeded");
-	/* the exit status came through the shim's file, whoever forked the shim */
 	assert_int_equal(jint(e, "outcome.exit.code"), 0);
 	json_decref(e);
 }
 
+/* How many pidfds pid holds. */
+static int pidfds_of(pid_t pid)
+{
+	char dir[64], path[PATH_MAX], link[64];
+	struct dirent *de;
+	ssize_t n;
+	int count = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	d = opendir(dir);
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = '\0';
+			count += !strcmp(link, "anon_inode:[pidfd]");
+		}
+	}
+	closedir(d);
+	return count;
+}
+
 /*
  * The spawner forks the shims, so the agent never forks itself (spawner.h):
- * shims are its children, it goes when the agent stops, and when it is gone
- * the agent forks them itself and says so.
+ * shims are its children, the agent holds no fd for them (the spawner says
+ * when one ends), the spawner goes when the agent stops; when it is gone
+ * the agent watches the shims it left and forks new ones itself, and says so.
  */
 static void test_agent_spawner(void **state)
 {
@@ -773,7 +803,9 @@ static void test_agent_spawner(void **state)
 	sp = find_spawner(ag.pid);
 	if (!sp)
 		fail_msg("the agent %d has no bm-spawner child", (int)ag.pid);
-	launch_under("sp1", "400", sp);
+	post_under("sp1", "400", sp);
+	assert_int_equal(pidfds_of(ag.pid), 0);
+	wait_succeeded("sp1");
 	agent_finish();
 	/* reaped by the agent as it stopped: not even a zombie */
 	assert_int_equal(kill(sp, 0), -1);
@@ -782,11 +814,16 @@ static void test_agent_spawner(void **state)
 	agent_start("8", "16");
 	sp = find_spawner(ag.pid);
 	assert_true(sp > 0);
+	post_under("orphan", "600", sp);
 	assert_int_equal(kill(sp, SIGKILL), 0);
 	while (!proc_stat(sp, &ppid, comm, sizeof(comm)))
 		usleep(1000);
-	launch_under("sp2", "400", ag.pid);
+	post_under("sp2", "400", ag.pid);
 	assert_true(log_has(ag.log, "the spawner is gone"));
+	/* the spawner's shim, left running, is watched by its pidfd, as sp2's is */
+	assert_int_equal(pidfds_of(ag.pid), 2);
+	wait_succeeded("sp2");
+	wait_succeeded("orphan");
 	finish(state);
 }
 
