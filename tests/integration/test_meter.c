@@ -386,7 +386,7 @@ static uint64_t last_win(struct mfx *f, struct bm_cgroup *cg, uint32_t *slot)
  */
 static void test_meter_moved(void **state)
 {
-	char *spike[] = { "bm-spike", "5", "300", "4", NULL }, *sleeper[] = { "bm-sleeper", "2000", NULL };
+	char *spike[] = { "bm-spike", "5", "300", "4", NULL }, *sleeper[] = { "bm-sleeper", "8000", NULL };
 	struct mfx *f = open_meter(state, false);
 	uint64_t la, lb, x, end, quiet_since = 0;
 	unsigned int marks = 0, quiet = 0, i;
@@ -400,11 +400,17 @@ static void test_meter_moved(void **state)
 	last_win(f, f->b, &sb);
 	assert_true(sa < BM_MOVED_SLOTS && sb < BM_MOVED_SLOTS && sa != sb);
 	f->pid_b = spawn_in(f->b, sleeper);
+	/* b asleep: its exec done, no mark for 200 ms (an emulated VM takes its time) */
+	end = bm_now_ns() + 5000 * MS;
+	do {
+		bm_loader__unmark(f->l, sb);
+		usleep(200 * 1000);
+	} while (bm_loader__moved(f->l, sb) && bm_now_ns() < end);
+	assert_false(bm_loader__moved(f->l, sb));
+	/* from here b sleeps, a spins 5 ms at 0, 300, 600 and 900 ms */
 	f->pid_a = spawn_in(f->a, spike);
-	/* past both execs: from here b sleeps, a spins 5 ms at 0, 300, 600 and 900 ms */
-	usleep(50 * 1000);
+	usleep(20 * 1000);
 	bm_loader__unmark(f->l, sa);
-	bm_loader__unmark(f->l, sb);
 	la = last_win(f, f->a, &sa);
 	lb = last_win(f, f->b, &sb);
 	end = bm_now_ns() + 1200 * MS;

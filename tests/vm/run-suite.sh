@@ -25,6 +25,7 @@ not_built() {
 	exit 2
 }
 [ -x "$O/burstmeter" ] || not_built "$O/burstmeter"
+[ -x "$O/bm-shim" ] || not_built "$O/bm-shim"
 # Every workload and integration test that has a source must have been built.
 shopt -s nullglob
 for src in "$repo"/tests/workloads/*.c; do
@@ -40,7 +41,7 @@ done
 # Only executables: the build dirs hold make's .d files next to them.
 rm -rf "$payload"
 mkdir -p "$payload/workloads" "$payload/tests"
-cp -p "$O/burstmeter" "$payload/"
+cp -p "$O/burstmeter" "$O/bm-shim" "$payload/"
 for f in "$O"/workloads/* "$O"/tests/integration/test_*; do
 	[ -f "$f" ] && [ -x "$f" ] || continue
 	case $f in
