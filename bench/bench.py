@@ -50,6 +50,13 @@ else:
                launch_runs=30, spikes=16, quiet=30,
                detect_n=100, detect_ctl_n=10, detect_cpu_peer_n=20, rate_n=200,
                scale_steps=[1000, 10000], scale_budget=75)
+# the scale section alone, larger: BENCH_SCALE="10000" BENCH_SCALE_BUDGET=400 bench/run.sh scale
+if os.environ.get("BENCH_SCALE"):
+    CFG["scale_steps"] = [int(x) for x in os.environ["BENCH_SCALE"].split()]
+if os.environ.get("BENCH_SCALE_BUDGET"):
+    CFG["scale_budget"] = float(os.environ["BENCH_SCALE_BUDGET"])
+# POSTs in flight at once in the scale section, as an orchestrator's several calls would be
+SCALE_JOBS = 4
 
 SPIKE_MIB = 256
 SPIKE_HOLD_MS = 50
@@ -1386,7 +1393,8 @@ def scale_step(n, budget, agentc, sleeper, spike, nofile):
         p = subprocess.run([agentc, agent.sock, "rate", "20", f"bmb{os.getpid()}-p{n}"],
                            capture_output=True, text=True)
         m = re.search(r"rate (\d+) (\d+) (\d+)", p.stdout)
-        r["probe_rate"] = int(m.group(1)) / (int(m.group(2)) / 1e9) if m else 10.0
+        # one client's pace; SCALE_JOBS of them overlap, about twice as fast here
+        r["probe_rate"] = 2 * int(m.group(1)) / (int(m.group(2)) / 1e9) if m else 20.0
         mem0 = meminfo("MemAvailable")
         # submissions stop at the deadline; everything ends about hold_ms after it (or after
         # the last submission): the drain that follows has the rest of the budget
@@ -1398,8 +1406,8 @@ def scale_step(n, budget, agentc, sleeper, spike, nofile):
         log(f"scale {n}: submitting (bm-sleeper, every {spike_every}th bm-spike) for at most "
             f"{(deadline - t0) / 1e9:.0f} s, all overlapping until they end together")
         p = sub = spawn([agentc, agent.sock, "submit", str(n), f"bmb{os.getpid()}-s{n}", str(target),
-                         str(hold_ms), str(spike_every), sleeper, spike, str(deadline)], stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, text=True)
+                         str(hold_ms), str(spike_every), sleeper, spike, str(deadline), str(SCALE_JOBS)],
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         min_mem, prog = mem0, []
         while p.poll() is None:
             time.sleep(0.5)
@@ -1440,6 +1448,13 @@ def scale_step(n, budget, agentc, sleeper, spike, nofile):
                 scrapes.append(agent.metrics()[1] * 1e3)
         r["scrape_ms"] = scrapes
         r["mem_used"] = (mem0 - min(min_mem, meminfo("MemAvailable"))) * 1024
+        # while they all sleep: what the agent costs, and how many meters it reads
+        span = min(2.0, (target - time.monotonic_ns()) / 1e9 - 0.5)
+        if span >= 0.5:
+            c0, m0 = proc_cpu_s(pid), agent.metric("burstmeter_meter_reads_total")
+            time.sleep(span)
+            r["idle_cpu"] = (proc_cpu_s(pid) - c0) / span
+            r["reads_s"] = (agent.metric("burstmeter_meter_reads_total") - m0) / span
         if time.monotonic_ns() > target:
             warn(f"scale {n}: the peak was measured after the first effects began to end")
         log(f"scale {n}: {r['posted']} submitted in {r['submit_s']:.1f} s, {r['running']} running; agent "
@@ -1692,7 +1707,8 @@ def table(res, b, meta):
             first = prog[0][0] / prog[0][1]
             last = (prog[-1][0] - prog[-2][0]) / (prog[-1][1] - prog[-2][1])
             row("  submissions/s: first 100, last 100", f"{first:.1f}/s", "last 100", f"{last:.1f}/s",
-                f"{last / first:.2f}", "one POST after another; the agent is single-threaded")
+                f"{last / first:.2f}", f"{SCALE_JOBS} clients POSTing at once; the agent is single-threaded, "
+                "launches overlap in its spawner")
         row("  agent VmRSS at the peak (VmHWM)", f"{mib(st['rss'])} ({mib(st['hwm'])})", "idle agent",
             mib(st["rss0"]), f"{st['rss'] / max(1, st['rss0']):.1f}",
             f"{(st['rss'] - st['rss0']) / max(1, st['running']):.0f} kB per effect; {st['fds']} fds")
@@ -1706,6 +1722,10 @@ def table(res, b, meta):
             f"{st['mem_used'] / 2**20 / max(1, st['running']):.1f} MiB per effect, machine-wide (others' too)")
         row("  agent CPU (utime+stime)", f"{st['cpu']:.1f} s", "wall", f"{st['wall']:.0f} s",
             f"{st['cpu'] / st['wall']:.2f}", "from the agent's start to the end of the drain")
+        if "idle_cpu" in st:
+            row("  agent CPU while they sleep", f"{100 * st['idle_cpu']:.1f} %", "meter reads",
+                f"{st['reads_s']:.0f}/s", "", "utime+stime over up to 2 s before they end; "
+                "burstmeter_meter_reads_total (idle effects are not read)")
         row("  lost ring-buffer records", f"{st['lost']:.0f}", "", "", "", "burstmeter_meter_lost_records_total")
         row("  /metrics scrape at the peak, n=10", spread(st["scrape_ms"], "{:.1f}") + " ms", "", "", "",
             "curl -w '%{time_total}' http://127.0.0.1:PORT/metrics")

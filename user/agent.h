@@ -56,7 +56,8 @@ struct ag_effect {
 	/* asked of the spawner, not answered yet (the answer is tagged with seq) */
 	bool launching, cancel_pending;
 	struct bm_agent *agent;
-	unsigned int queue_i, heap_i;	/* its place + 1 in a->queue and a->heap (0: not there) */
+	/* its place + 1 in a->queue, a->heap and a->awake (0: not there) */
+	unsigned int queue_i, heap_i, awake_i;
 	char status_path[PATH_MAX];
 	bool started;
 	uint64_t egress_cgid;		/* its allow-list is in the egress filter (0: none) */
@@ -117,6 +118,15 @@ struct bm_agent {
 	/* effects whose ladder or deadline is due some time: a min-heap by the earliest */
 	struct ag_effect **heap;
 	unsigned int n_heap, cap_heap;
+	/*
+	 * What the tick looks at: the running effects that are not idle; an
+	 * idle one waits in by_slot[] (its meter's slot) until the kernel marks
+	 * its slot in bm_moved, so a tick costs the awake ones and a scan of
+	 * the marks, however many sleep.
+	 */
+	struct ag_effect **awake;
+	unsigned int n_awake, cap_awake;
+	struct ag_effect **by_slot;
 	struct ag_tenant_count *tenants;	/* started effects per tenant */
 	unsigned int n_tenants;
 	uint64_t meter_reads;		/* by ag_sample(), for /metrics */
@@ -147,6 +157,11 @@ void ag_queue_add(struct bm_agent *a, struct ag_effect *e);
 void ag_queue_del(struct bm_agent *a, struct ag_effect *e);
 /* bm_sup's timers of e (ctx) moved: its place in the heap follows. */
 void ag_timers_moved(void *ctx);
+/* Looked at every tick (ag_tick()), or asleep until its meter moves. */
+void ag_wake(struct bm_agent *a, struct ag_effect *e);
+void ag_sleep(struct bm_agent *a, struct ag_effect *e);
+/* The sleeping effect of a meter slot, or NULL. */
+struct ag_effect *ag_slot_sleeper(const struct bm_agent *a, uint32_t slot);
 /* The effect due first, or NULL; when it is due. */
 struct ag_effect *ag_heap_top(const struct bm_agent *a);
 void ag_heap_pop(struct bm_agent *a);

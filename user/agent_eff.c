@@ -220,6 +220,7 @@ static void running(struct bm_agent *a, struct ag_effect *e)
 			      0);
 	e->state = BM_ST_QUEUED;
 	ag_watch_effect(a, e);
+	ag_wake(a, e);
 	bm_store__transition(a->store, e->tenant, e->req.id, BM_ST_RUNNING, (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC));
 	e->state = BM_ST_RUNNING;
 }

@@ -195,6 +195,52 @@ void ag_queue_del(struct bm_agent *a, struct ag_effect *e)
 	e->queue_i = 0;
 }
 
+static void awake_del(struct bm_agent *a, struct ag_effect *e)
+{
+	struct ag_effect *last;
+
+	if (!e->awake_i)
+		return;
+	last = a->awake[--a->n_awake];
+	a->awake[e->awake_i - 1] = last;
+	last->awake_i = e->awake_i;
+	e->awake_i = 0;
+}
+
+static void slot_del(struct bm_agent *a, struct ag_effect *e)
+{
+	if (a->by_slot && e->slot < BM_MOVED_SLOTS && a->by_slot[e->slot] == e)
+		a->by_slot[e->slot] = NULL;
+}
+
+void ag_wake(struct bm_agent *a, struct ag_effect *e)
+{
+	slot_del(a, e);
+	if (e->awake_i || room(&a->awake, &a->cap_awake, a->n_awake))
+		return;
+	a->awake[a->n_awake++] = e;
+	e->awake_i = a->n_awake;
+}
+
+void ag_sleep(struct bm_agent *a, struct ag_effect *e)
+{
+	/* a meter without a slot is never marked: it stays awake */
+	if (e->slot >= BM_MOVED_SLOTS)
+		return;
+	if (!a->by_slot) {
+		a->by_slot = calloc(BM_MOVED_SLOTS, sizeof(*a->by_slot));
+		if (!a->by_slot)
+			return;
+	}
+	awake_del(a, e);
+	a->by_slot[e->slot] = e;
+}
+
+struct ag_effect *ag_slot_sleeper(const struct bm_agent *a, uint32_t slot)
+{
+	return a->by_slot && slot < BM_MOVED_SLOTS ? a->by_slot[slot] : NULL;
+}
+
 uint64_t ag_due(const struct ag_effect *e)
 {
 	return e->sup.timer_at < e->sup.deadline_at ? e->sup.timer_at : e->sup.deadline_at;
@@ -283,6 +329,8 @@ void ag_index_del(struct bm_agent *a, struct ag_effect *e)
 	ag_set_shim_id(a, e, 0);
 	ag_queue_del(a, e);
 	heap_del(a, e);
+	awake_del(a, e);
+	slot_del(a, e);
 	if (e->started)
 		ag_tenant_count(a, e->tenant, -1);
 }
@@ -329,7 +377,9 @@ void ag_index_free(struct bm_agent *a)
 	free(a->tenants);
 	free(a->queue);
 	free(a->heap);
+	free(a->awake);
+	free(a->by_slot);
 	a->tenants = NULL;
-	a->queue = a->heap = NULL;
-	a->n_tenants = a->n_queue = a->cap_queue = a->n_heap = a->cap_heap = 0;
+	a->queue = a->heap = a->awake = a->by_slot = NULL;
+	a->n_tenants = a->n_queue = a->cap_queue = a->n_heap = a->cap_heap = a->n_awake = a->cap_awake = 0;
 }

@@ -360,6 +360,8 @@ static enum MHD_Result events(struct bm_agent *a, struct MHD_Connection *c, stru
 	if (e) {
 		st->next = e->streams;
 		e->streams = st;
+		/* a reader gets every window: looked at every tick */
+		ag_wake(a, e);
 		cc->stream = st;
 		cc->eff = e;
 		ag_stream_push(e, json_pack("{s:s, s:s}", "type", "state", "state", bm_state_name(e->state)));

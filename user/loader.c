@@ -77,6 +77,8 @@ struct bm_loader {
 	volatile uint8_t *moved;	/* bm_moved, mapped */
 	uint8_t slot_used[BM_MOVED_SLOTS / 8];
 	uint32_t slot_next;		/* where the search for a free slot starts */
+	uint64_t *stale;		/* cgroups whose meters went: their mms are forgotten in one pass */
+	size_t n_stale, cap_stale;
 };
 
 static bool btf_has_tracepoint(const struct btf *vmlinux, const char *tp)
@@ -454,6 +456,8 @@ void bm_loader__free(struct bm_loader *l)
 
 	if (!l)
 		return;
+	bm_loader__forget_stale(l);
+	free(l->stale);
 	ring_buffer__free(l->rb);
 	if (l->moved)
 		munmap((void *)l->moved, BM_MOVED_SLOTS);
@@ -546,6 +550,11 @@ bool bm_loader__moved(const struct bm_loader *l, uint32_t slot)
 	return slot >= BM_MOVED_SLOTS || l->moved[slot];
 }
 
+const volatile uint8_t *bm_loader__marks(const struct bm_loader *l)
+{
+	return l->moved;
+}
+
 void bm_loader__unmark(struct bm_loader *l, uint32_t slot)
 {
 	if (slot < BM_MOVED_SLOTS && l->moved[slot])
@@ -581,29 +590,44 @@ int bm_loader__read(struct bm_loader *l, const struct bm_cgroup *cg, struct bm_m
 	return 0;
 }
 
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
 /*
- * Forget mms charged to cg whose teardown happened out of its sight. The
- * map holds an entry per live mm of every effect: read it in batches (a
- * few syscalls), not a lookup per key (two per entry, per ended effect).
+ * Forget the mms charged to cgroups whose meters went (their teardown
+ * happened out of their sight). The map holds an entry per live mm of every
+ * effect, so it is read in batches (a few syscalls), once for all the
+ * meters gone since the last pass: a pass per ended effect made 10,000
+ * ending at once read 10,000 entries each.
  */
-static void drop_mms(struct bm_loader *l, uint64_t cgid)
+void bm_loader__forget_stale(struct bm_loader *l)
 {
 	enum { BATCH = 1024 };
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	uint64_t *keys = malloc(BATCH * sizeof(*keys)), stale[256], in, out;
-	struct bm_mm_state *vals = malloc(BATCH * sizeof(*vals));
+	uint64_t *keys, stale[256], in, out;
+	struct bm_mm_state *vals;
 	unsigned int n = 0, i;
 	uint32_t count;
 	void *from = NULL;
-	int fd = l->fd[M_MM], err = !keys || !vals;
+	int fd = l->fd[M_MM], err;
 
+	if (!l->n_stale)
+		return;
+	qsort(l->stale, l->n_stale, sizeof(*l->stale), cmp_u64);
+	keys = malloc(BATCH * sizeof(*keys));
+	vals = malloc(BATCH * sizeof(*vals));
+	err = !keys || !vals;
 	while (!err) {
 		count = BATCH;
 		err = bpf_map_lookup_batch(fd, from, &out, keys, vals, &count, &opts);
 		if (err && errno != ENOENT)
 			count = 0;
 		for (i = 0; i < count && n < BM_ARRAY_SIZE(stale); i++)
-			if (vals[i].cgid == cgid)
+			if (bsearch(&vals[i].cgid, l->stale, l->n_stale, sizeof(*l->stale), cmp_u64))
 				stale[n++] = keys[i];
 		in = out;
 		from = &in;
@@ -612,6 +636,26 @@ static void drop_mms(struct bm_loader *l, uint64_t cgid)
 	free(vals);
 	for (i = 0; i < n; i++)
 		bpf_map_delete_elem(fd, &stale[i]);
+	l->n_stale = 0;
+}
+
+static void drop_mms(struct bm_loader *l, uint64_t cgid)
+{
+	uint64_t *p;
+
+	if (l->n_stale == l->cap_stale) {
+		p = realloc(l->stale, (l->cap_stale ? 2 * l->cap_stale : 64) * sizeof(*p));
+		if (!p) {
+			/* no room to wait: this one alone, now */
+			bm_loader__forget_stale(l);
+			if (!l->cap_stale)
+				return;
+		} else {
+			l->stale = p;
+			l->cap_stale = l->cap_stale ? 2 * l->cap_stale : 64;
+		}
+	}
+	l->stale[l->n_stale++] = cgid;
 }
 
 int bm_loader__del(struct bm_loader *l, const struct bm_cgroup *cg)

@@ -71,11 +71,18 @@ int bm_loader__read(struct bm_loader *l, const struct bm_cgroup *cg, struct bm_m
  * meter, so that a move after the read marks it again.
  */
 bool bm_loader__moved(const struct bm_loader *l, uint32_t slot);
+/* All the marks, BM_MOVED_SLOTS bytes (bm_moved, mapped), to scan at once. */
+const volatile uint8_t *bm_loader__marks(const struct bm_loader *l);
 void bm_loader__unmark(struct bm_loader *l, uint32_t slot);
 /* A meter adopted from pins keeps its slot: no new meter may be given it. */
 void bm_loader__claim(struct bm_loader *l, uint32_t slot);
-/* Stop metering cg and forget the mms charged to it. Returns 0 or -errno. */
+/*
+ * Stop metering cg; the mms charged to it are forgotten by the next
+ * bm_loader__forget_stale() (or bm_loader__free()). Returns 0 or -errno.
+ */
 int bm_loader__del(struct bm_loader *l, const struct bm_cgroup *cg);
+/* Forget the mms of every meter deleted since the last call: one pass over bm_mm. */
+void bm_loader__forget_stale(struct bm_loader *l);
 /* Sum the per-CPU drop counters. Returns 0 or -errno. */
 int bm_loader__stats(struct bm_loader *l, uint64_t out[BM_STAT__MAX]);
 /* fd that becomes readable when records wait; bm_loader__poll(l, 0) consumes them. */
