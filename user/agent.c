@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -253,14 +254,19 @@ void ag_spawner_gone(struct bm_agent *a)
 	}
 }
 
-/* What the spawner says: launches answered (by their effect's seq), shims ended (by their id). */
-static void spawner_msgs(struct bm_agent *a)
+/*
+ * What the spawner says: launches answered (by their effect's seq), shims
+ * ended (by their id). A slice at a time: when thousands end together, the
+ * ring buffer and the API get their turns between slices (the socket stays
+ * readable for the rest).
+ */
+static void spawner_msgs(struct bm_agent *a, unsigned int max)
 {
 	struct bm_spawner_msg m;
 	struct ag_effect *e;
 	int r = 0;
 
-	while (a->spawner && (r = bm_spawner__next(a->spawner, &m)) > 0) {
+	while (max-- && a->spawner && (r = bm_spawner__next(a->spawner, &m)) > 0) {
 		e = m.exited ? ag_find_shim(a, m.shim_id) : ag_find_seq(a, m.tag);
 		if (e && !m.exited && !e->launching)
 			e = NULL;
@@ -291,7 +297,7 @@ static void drain_launches(struct bm_agent *a)
 			break;
 		p.fd = bm_spawner__fd(a->spawner);
 		poll(&p, 1, 100);
-		spawner_msgs(a);
+		spawner_msgs(a, UINT_MAX);
 	}
 }
 
@@ -306,7 +312,8 @@ static void run_timers(struct bm_agent *a)
 	struct ag_effect *e;
 	unsigned int n = 0, cap = 0, i;
 
-	while ((e = ag_heap_top(a)) && ag_due(e) <= now) {
+	/* a slice: the rest stay due, and the timer fires again at once */
+	while (n < AG_SLICE && (e = ag_heap_top(a)) && ag_due(e) <= now) {
 		uint64_t *p;
 
 		if (n == cap) {
@@ -374,7 +381,7 @@ static void dispatch(struct bm_agent *a, struct ag_tag *t)
 		}
 		break;
 	case AG_SPAWNER:
-		spawner_msgs(a);
+		spawner_msgs(a, AG_SLICE);
 		break;
 	case AG_EFF_SHIM:
 		on_shim(a, t->ptr);

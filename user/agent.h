@@ -77,6 +77,9 @@ struct ag_effect {
 	struct ag_stream *streams;
 };
 
+/* At most this many effects' timers, or spawner messages, between two looks at everything else. */
+#define AG_SLICE 64
+
 /* The agent's tick: effects sampled (timelines, event streams), the queue looked at. */
 #define AG_TICK_NS (20 * BM_NSEC_PER_MSEC)
 
