@@ -798,6 +798,7 @@ static void test_agent_spawner(void **state)
 {
 	char comm[32];
 	pid_t sp, ppid;
+	int i;
 
 	agent_start("8", "16");
 	sp = find_spawner(ag.pid);
@@ -818,8 +819,15 @@ static void test_agent_spawner(void **state)
 	assert_int_equal(kill(sp, SIGKILL), 0);
 	while (!proc_stat(sp, &ppid, comm, sizeof(comm)))
 		usleep(1000);
-	post_under("sp2", "400", ag.pid);
+	/*
+	 * Once the agent has seen it go: a launch it sent before (to a spawner
+	 * being killed) fails by design, whatever it may have started dies
+	 * with its cgroup.
+	 */
+	for (i = 0; i < 5000 && !log_has(ag.log, "the spawner is gone"); i++)
+		usleep(1000);
 	assert_true(log_has(ag.log, "the spawner is gone"));
+	post_under("sp2", "400", ag.pid);
 	/* the spawner's shim, left running, is watched by its pidfd, as sp2's is */
 	assert_int_equal(pidfds_of(ag.pid), 2);
 	wait_succeeded("sp2");
