@@ -308,21 +308,12 @@ static void drain_launches(struct bm_agent *a)
  */
 static void run_timers(struct bm_agent *a)
 {
-	uint64_t now = bm_now_ns(), *due = NULL;
+	uint64_t now = bm_now_ns(), due[AG_SLICE];
 	struct ag_effect *e;
-	unsigned int n = 0, cap = 0, i;
+	unsigned int n = 0, i;
 
 	/* a slice: the rest stay due, and the timer fires again at once */
 	while (n < AG_SLICE && (e = ag_heap_top(a)) && ag_due(e) <= now) {
-		uint64_t *p;
-
-		if (n == cap) {
-			cap = cap ? 2 * cap : 64;
-			p = realloc(due, cap * sizeof(*p));
-			if (!p)
-				break;
-			due = p;
-		}
 		due[n++] = e->seq;
 		/* out of the heap while it runs: moving its timers puts it back */
 		ag_heap_pop(a);
@@ -336,7 +327,6 @@ static void run_timers(struct bm_agent *a)
 		if (e->sup.timer_at <= now)
 			on_effect_timer(a, e);	/* may free e */
 	}
-	free(due);
 }
 
 /* Arm the one timer at the earliest of the effects' (no syscall if it did not move). */

@@ -90,6 +90,12 @@ struct ag_index {
 	size_t cap, n;
 };
 
+/* Effects in no order (or a heap's), each keeping its place + 1 in a field of its own. */
+struct ag_set {
+	struct ag_effect **v;
+	unsigned int n, cap;
+};
+
 struct ag_tenant_count {
 	char name[BM_NAME_MAX + 1];
 	unsigned int running;
@@ -114,21 +120,18 @@ struct bm_agent {
 	int timers_fd;
 	uint64_t timers_at;
 	struct ag_effect **eff;
-	unsigned int n_eff, cap_eff, running, queued;
+	unsigned int n_eff, cap_eff, running;
 	struct ag_index by_name, by_seq, by_shim;
-	struct ag_effect **queue;		/* not started yet */
-	unsigned int n_queue, cap_queue;
+	struct ag_set queue;		/* not started yet: queue.n of them are queued */
 	/* effects whose ladder or deadline is due some time: a min-heap by the earliest */
-	struct ag_effect **heap;
-	unsigned int n_heap, cap_heap;
+	struct ag_set heap;
 	/*
 	 * What the tick looks at: the running effects that are not idle; an
 	 * idle one waits in by_slot[] (its meter's slot) until the kernel marks
 	 * its slot in bm_moved, so a tick costs the awake ones and a scan of
 	 * the marks, however many sleep.
 	 */
-	struct ag_effect **awake;
-	unsigned int n_awake, cap_awake;
+	struct ag_set awake;
 	struct ag_effect **by_slot;
 	struct ag_tenant_count *tenants;	/* started effects per tenant */
 	unsigned int n_tenants;
@@ -155,9 +158,10 @@ void ag_index_del(struct bm_agent *a, struct ag_effect *e);
 void ag_set_shim_id(struct bm_agent *a, struct ag_effect *e, uint64_t id);
 /* Started effects of tenant, after adding delta. */
 unsigned int ag_tenant_count(struct bm_agent *a, const char *tenant, int delta);
-/* Queued (not started) effects: in when admitted, out when started or cancelled. */
+/* Queued (not started) effects: in when admitted. */
 void ag_queue_add(struct bm_agent *a, struct ag_effect *e);
-void ag_queue_del(struct bm_agent *a, struct ag_effect *e);
+/* It starts (or ends before it could): out of the queue, counted as running, for its tenant too. */
+void ag_started(struct bm_agent *a, struct ag_effect *e);
 /* bm_sup's timers of e (ctx) moved: its place in the heap follows. */
 void ag_timers_moved(void *ctx);
 /* Looked at every tick (ag_tick()), or asleep until its meter moves. */

@@ -111,22 +111,22 @@ void ag_tick(struct bm_agent *a)
 	const volatile uint8_t *marks = bm_loader__marks(a->loader);
 	uint64_t now = bm_now_ns();
 	struct ag_effect *e;
-	unsigned int i;
+	unsigned int i, k;
 	uint64_t word;
 
 	for (i = 0; marks && i < BM_MOVED_SLOTS; i += 8) {
 		memcpy(&word, (const uint8_t *)marks + i, sizeof(word));
 		if (!word)
 			continue;
-		for (unsigned int k = i; k < i + 8; k++)
+		for (k = i; k < i + 8; k++)
 			if (marks[k] && (e = ag_slot_sleeper(a, k)))
 				ag_wake(a, e);
 	}
 	/* from the last down: one that sleeps or ends is swapped out by the last, seen already */
-	for (i = a->n_awake; i-- > 0;) {
-		if (i >= a->n_awake)
+	for (i = a->awake.n; i-- > 0;) {
+		if (i >= a->awake.n)
 			continue;
-		e = a->awake[i];
+		e = a->awake.v[i];
 		if (e->sup.phase != BM_SUP_RUNNING)
 			continue;
 		if (due(e, now))
@@ -137,7 +137,7 @@ void ag_tick(struct bm_agent *a)
 		else if (e->idle && !e->streams && !e->exit_wait_ns)
 			ag_sleep(a, e);
 	}
-	if (a->queued)
+	if (a->queue.n)
 		ag_schedule(a);
 	bm_loader__forget_stale(a->loader);
 }
@@ -191,9 +191,7 @@ static void adopt_running(struct bm_agent *a, struct ag_effect *e, const struct 
 	int status = -1;
 
 	ag_sup_opts(a, e, &so);
-	e->started = true;
-	ag_tenant_count(a, e->tenant, 1);
-	a->running++;
+	ag_started(a, e);
 	if (snprintf(e->status_path, sizeof(e->status_path), "%s/run/%s.%s.status", a->cfg.state_dir,
 		     e->tenant, e->req.id) >= (int)sizeof(e->status_path))
 		e->status_path[0] = '\0';
@@ -260,7 +258,6 @@ static int adopt_row(const struct bm_effect_row *row, void *ctx)
 	if (row->cgroup[0]) {
 		adopt_running(a, e, row);
 	} else {
-		a->queued++;
 		ag_queue_add(a, e);
 	}
 	return 0;
@@ -373,6 +370,6 @@ void ag_adopt(struct bm_agent *a)
 	bm_store__list(a->store, NULL, BM_ST_THROTTLED, UINT_MAX, adopt_row, &c);
 	bm_store__list(a->store, NULL, BM_ST_FROZEN, UINT_MAX, adopt_row, &c);
 	if (c.n)
-		bm_info("re-adopted %u effects (%u queued)", c.n, a->queued);
+		bm_info("re-adopted %u effects (%u queued)", c.n, a->queue.n);
 	sweep(a);
 }

@@ -230,11 +230,7 @@ static void start(struct bm_agent *a, struct ag_effect *e)
 	struct bm_sup_opts so;
 	int ret;
 
-	a->queued--;
-	a->running++;
-	e->started = true;
-	ag_queue_del(a, e);
-	ag_tenant_count(a, e->tenant, 1);
+	ag_started(a, e);
 	ag_sup_opts(a, e, &so);
 	ret = bm_sup__start(&e->sup, a->loader, &a->env, a->parent, &so);
 	if (ret)
@@ -272,10 +268,10 @@ void ag_schedule(struct bm_agent *a)
 	if (a->scheduling)
 		return;
 	a->scheduling = true;
-	while (a->queued && a->running < a->cfg.max_running && !a->stopping && node_has_room(a)) {
+	while (a->queue.n && a->running < a->cfg.max_running && !a->stopping && node_has_room(a)) {
 		best = NULL;
-		for (i = 0; i < a->n_queue; i++) {
-			struct ag_effect *e = a->queue[i];
+		for (i = 0; i < a->queue.n; i++) {
+			struct ag_effect *e = a->queue.v[i];
 
 			if (ag_tenant_count(a, e->tenant, 0) >= a->cfg.tenant_max_running)
 				continue;
@@ -367,7 +363,7 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 		*why = "pid: only a process the caller started (its descendant) can be attached";
 		return 403;
 	}
-	if (a->queued >= a->cfg.max_queued) {
+	if (a->queue.n >= a->cfg.max_queued) {
 		*retry_after_s = 1;
 		*why = "the queue is full";
 		return 429;
@@ -410,7 +406,6 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 	ag_index_add(a, e);
 	ag_queue_add(a, e);
 	a->eff[a->n_eff++] = e;
-	a->queued++;
 	ag_schedule(a);
 	/* an effect that could not start has ended already: it is in the store, not here */
 	*out = ag_find(a, tenant, row.id);
@@ -423,11 +418,7 @@ int ag_cancel(struct bm_agent *a, struct ag_effect *e)
 		return -EALREADY;
 	if (!e->started) {
 		/* never started: it ends here, cancelled */
-		e->started = true;
-		ag_queue_del(a, e);
-		ag_tenant_count(a, e->tenant, 1);
-		a->queued--;
-		a->running++;
+		ag_started(a, e);
 		e->sup.cancelled = true;
 		e->sup.out.reason = BM_REASON_CANCELLED;
 		e->sup.out.by = "api";

@@ -7,6 +7,7 @@
  * Open addressing with linear probing; deletion shifts back, no tombstones.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,20 +148,48 @@ struct ag_effect *ag_find_shim(struct bm_agent *a, uint64_t shim_id)
 	return shim_id ? ix_next(&a->by_shim, shim_id, &i) : NULL;
 }
 
-/* Room for n + 1 pointers in *arr (capacity *cap). */
-static int room(struct ag_effect ***arr, unsigned int *cap, unsigned int n)
+/* Room for one more in s. */
+static int room(struct ag_set *s)
 {
-	unsigned int c = *cap ? 2 * *cap : 64;
-	struct ag_effect **p;
+	unsigned int cap = s->cap ? 2 * s->cap : 64;
+	struct ag_effect **v;
 
-	if (n < *cap)
+	if (s->n < s->cap)
 		return 0;
-	p = realloc(*arr, c * sizeof(*p));
-	if (!p)
+	v = realloc(s->v, cap * sizeof(*v));
+	if (!v)
 		return -ENOMEM;
-	*arr = p;
-	*cap = c;
+	s->v = v;
+	s->cap = cap;
 	return 0;
+}
+
+/* e's place + 1 in a set, kept in the field at offset off of struct ag_effect. */
+static unsigned int *place(struct ag_effect *e, size_t off)
+{
+	return (unsigned int *)((char *)e + off);
+}
+
+static void set_add(struct ag_set *s, size_t off, struct ag_effect *e)
+{
+	if (*place(e, off) || room(s))
+		return;
+	s->v[s->n++] = e;
+	*place(e, off) = s->n;
+}
+
+/* Out of s, the last taking its place. */
+static void set_del(struct ag_set *s, size_t off, struct ag_effect *e)
+{
+	unsigned int at = *place(e, off);
+	struct ag_effect *last;
+
+	if (!at)
+		return;
+	last = s->v[--s->n];
+	s->v[at - 1] = last;
+	*place(last, off) = at;
+	*place(e, off) = 0;
 }
 
 int ag_index_reserve(struct bm_agent *a)
@@ -170,41 +199,20 @@ int ag_index_reserve(struct bm_agent *a)
 	if ((a->by_seq.n + 1) * 2 > a->by_seq.cap && ix_grow(&a->by_seq))
 		return -ENOMEM;
 	/* every effect may be queued, and due */
-	if (room(&a->queue, &a->cap_queue, a->n_queue) || room(&a->heap, &a->cap_heap, a->n_heap))
-		return -ENOMEM;
-	return 0;
+	return room(&a->queue) || room(&a->heap) ? -ENOMEM : 0;
+}
+
+void ag_started(struct bm_agent *a, struct ag_effect *e)
+{
+	e->started = true;
+	set_del(&a->queue, offsetof(struct ag_effect, queue_i), e);
+	ag_tenant_count(a, e->tenant, 1);
+	a->running++;
 }
 
 void ag_queue_add(struct bm_agent *a, struct ag_effect *e)
 {
-	if (e->queue_i || room(&a->queue, &a->cap_queue, a->n_queue))
-		return;
-	a->queue[a->n_queue++] = e;
-	e->queue_i = a->n_queue;
-}
-
-void ag_queue_del(struct bm_agent *a, struct ag_effect *e)
-{
-	struct ag_effect *last;
-
-	if (!e->queue_i)
-		return;
-	last = a->queue[--a->n_queue];
-	a->queue[e->queue_i - 1] = last;
-	last->queue_i = e->queue_i;
-	e->queue_i = 0;
-}
-
-static void awake_del(struct bm_agent *a, struct ag_effect *e)
-{
-	struct ag_effect *last;
-
-	if (!e->awake_i)
-		return;
-	last = a->awake[--a->n_awake];
-	a->awake[e->awake_i - 1] = last;
-	last->awake_i = e->awake_i;
-	e->awake_i = 0;
+	set_add(&a->queue, offsetof(struct ag_effect, queue_i), e);
 }
 
 static void slot_del(struct bm_agent *a, struct ag_effect *e)
@@ -216,10 +224,7 @@ static void slot_del(struct bm_agent *a, struct ag_effect *e)
 void ag_wake(struct bm_agent *a, struct ag_effect *e)
 {
 	slot_del(a, e);
-	if (e->awake_i || room(&a->awake, &a->cap_awake, a->n_awake))
-		return;
-	a->awake[a->n_awake++] = e;
-	e->awake_i = a->n_awake;
+	set_add(&a->awake, offsetof(struct ag_effect, awake_i), e);
 }
 
 void ag_sleep(struct bm_agent *a, struct ag_effect *e)
@@ -232,7 +237,7 @@ void ag_sleep(struct bm_agent *a, struct ag_effect *e)
 		if (!a->by_slot)
 			return;
 	}
-	awake_del(a, e);
+	set_del(&a->awake, offsetof(struct ag_effect, awake_i), e);
 	a->by_slot[e->slot] = e;
 }
 
@@ -248,24 +253,24 @@ uint64_t ag_due(const struct ag_effect *e)
 
 static void heap_set(struct bm_agent *a, unsigned int i, struct ag_effect *e)
 {
-	a->heap[i] = e;
+	a->heap.v[i] = e;
 	e->heap_i = i + 1;
 }
 
 static void heap_fix(struct bm_agent *a, unsigned int i)
 {
-	struct ag_effect *e = a->heap[i];
+	struct ag_effect **v = a->heap.v, *e = v[i];
 	uint64_t due = ag_due(e);
 	unsigned int c;
 
-	for (; i && ag_due(a->heap[(i - 1) / 2]) > due; i = (i - 1) / 2)
-		heap_set(a, i, a->heap[(i - 1) / 2]);
-	for (; (c = 2 * i + 1) < a->n_heap; i = c) {
-		if (c + 1 < a->n_heap && ag_due(a->heap[c + 1]) < ag_due(a->heap[c]))
+	for (; i && ag_due(v[(i - 1) / 2]) > due; i = (i - 1) / 2)
+		heap_set(a, i, v[(i - 1) / 2]);
+	for (; (c = 2 * i + 1) < a->heap.n; i = c) {
+		if (c + 1 < a->heap.n && ag_due(v[c + 1]) < ag_due(v[c]))
 			c++;
-		if (ag_due(a->heap[c]) >= due)
+		if (ag_due(v[c]) >= due)
 			break;
-		heap_set(a, i, a->heap[c]);
+		heap_set(a, i, v[c]);
 	}
 	heap_set(a, i, e);
 }
@@ -277,9 +282,9 @@ static void heap_del(struct bm_agent *a, struct ag_effect *e)
 	if (!e->heap_i)
 		return;
 	e->heap_i = 0;
-	if (i == --a->n_heap)
+	if (i == --a->heap.n)
 		return;
-	a->heap[i] = a->heap[a->n_heap];
+	a->heap.v[i] = a->heap.v[a->heap.n];
 	heap_fix(a, i);
 }
 
@@ -292,25 +297,21 @@ void ag_timers_moved(void *ctx)
 		heap_del(a, e);
 		return;
 	}
-	if (!e->heap_i) {
-		/* no room: it is not due for the agent, as an effect without timers */
-		if (room(&a->heap, &a->cap_heap, a->n_heap))
-			return;
-		a->heap[a->n_heap++] = e;
-		e->heap_i = a->n_heap;
-	}
-	heap_fix(a, e->heap_i - 1);
+	/* at the end, then where it belongs; no room: not due for the agent, as without timers */
+	set_add(&a->heap, offsetof(struct ag_effect, heap_i), e);
+	if (e->heap_i)
+		heap_fix(a, e->heap_i - 1);
 }
 
 struct ag_effect *ag_heap_top(const struct bm_agent *a)
 {
-	return a->n_heap ? a->heap[0] : NULL;
+	return a->heap.n ? a->heap.v[0] : NULL;
 }
 
 void ag_heap_pop(struct bm_agent *a)
 {
-	if (a->n_heap)
-		heap_del(a, a->heap[0]);
+	if (a->heap.n)
+		heap_del(a, a->heap.v[0]);
 }
 
 int ag_index_add(struct bm_agent *a, struct ag_effect *e)
@@ -327,9 +328,9 @@ void ag_index_del(struct bm_agent *a, struct ag_effect *e)
 	ix_del(&a->by_name, name_key(e->tenant, e->req.id), e);
 	ix_del(&a->by_seq, e->seq, e);
 	ag_set_shim_id(a, e, 0);
-	ag_queue_del(a, e);
+	set_del(&a->queue, offsetof(struct ag_effect, queue_i), e);
 	heap_del(a, e);
-	awake_del(a, e);
+	set_del(&a->awake, offsetof(struct ag_effect, awake_i), e);
 	slot_del(a, e);
 	if (e->started)
 		ag_tenant_count(a, e->tenant, -1);
@@ -375,11 +376,14 @@ void ag_index_free(struct bm_agent *a)
 	ix_free(&a->by_seq);
 	ix_free(&a->by_shim);
 	free(a->tenants);
-	free(a->queue);
-	free(a->heap);
-	free(a->awake);
+	free(a->queue.v);
+	free(a->heap.v);
+	free(a->awake.v);
 	free(a->by_slot);
 	a->tenants = NULL;
-	a->queue = a->heap = a->awake = a->by_slot = NULL;
-	a->n_tenants = a->n_queue = a->cap_queue = a->n_heap = a->cap_heap = a->n_awake = a->cap_awake = 0;
+	a->by_slot = NULL;
+	a->n_tenants = 0;
+	memset(&a->queue, 0, sizeof(a->queue));
+	memset(&a->heap, 0, sizeof(a->heap));
+	memset(&a->awake, 0, sizeof(a->awake));
 }

@@ -247,7 +247,7 @@ static enum MHD_Result health(struct bm_agent *a, struct MHD_Connection *c)
 	const struct bm_features *f = bm_loader__features(a->loader);
 
 	return reply(c, MHD_HTTP_OK, json_pack("{s:s, s:i, s:i, s:b, s:{s:b, s:b, s:s}}", "status", "ok", "running",
-			     a->running, "queued", a->queued, "adopted", bm_loader__adopted(a->loader),
+			     a->running, "queued", a->queue.n, "adopted", bm_loader__adopted(a->loader),
 			     "meter", "cgroup_storage", f->cgrp_storage, "tick", f->tick, "net", f->net), 0);
 }
 

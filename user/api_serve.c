@@ -67,7 +67,7 @@ static enum MHD_Result metrics_handler(void *cls, struct MHD_Connection *c, cons
 	if (strcmp(url, "/metrics") || strcmp(method, "GET"))
 		return ag_api_error(c, MHD_HTTP_NOT_FOUND, "only GET /metrics here");
 	node.running = a->running;
-	node.queued = a->queued;
+	node.queued = a->queue.n;
 	node.meter_reads = a->meter_reads;
 	if (!bm_loader__stats(a->loader, stats)) {
 		node.lost_records = stats[BM_STAT_RB_DROPS];

@@ -545,11 +545,6 @@ void bm_loader__claim(struct bm_loader *l, uint32_t slot)
 	slot_set(l, slot, true);
 }
 
-bool bm_loader__moved(const struct bm_loader *l, uint32_t slot)
-{
-	return slot >= BM_MOVED_SLOTS || l->moved[slot];
-}
-
 const volatile uint8_t *bm_loader__marks(const struct bm_loader *l)
 {
 	return l->moved;

@@ -66,12 +66,11 @@ int bm_loader__arm(struct bm_loader *l, const struct bm_cgroup *cg,
 /* Copy cg's meter, taken under its lock. Returns 0 or -errno. */
 int bm_loader__read(struct bm_loader *l, const struct bm_cgroup *cg, struct bm_meter *out);
 /*
- * Did the meter in this slot (bm_meter.slot) move since its mark was last
- * cleared? BM_SLOT_NONE always did. Clear the mark before reading the
- * meter, so that a move after the read marks it again.
+ * The marks, BM_MOVED_SLOTS bytes (bm_moved, mapped): marks[slot] is set
+ * when the meter in that slot (bm_meter.slot) moved since it was cleared.
+ * Clear it before reading the meter, so that a move after the read marks
+ * it again; a meter in BM_SLOT_NONE is never marked.
  */
-bool bm_loader__moved(const struct bm_loader *l, uint32_t slot);
-/* All the marks, BM_MOVED_SLOTS bytes (bm_moved, mapped), to scan at once. */
 const volatile uint8_t *bm_loader__marks(const struct bm_loader *l);
 void bm_loader__unmark(struct bm_loader *l, uint32_t slot);
 /* A meter adopted from pins keeps its slot: no new meter may be given it. */

@@ -215,7 +215,6 @@ fail:
 
 struct spawner {
 	int sock, sigfd;
-	pid_t agent;
 	const char *exe;		/* what a ready shim execs, NULL: none */
 	int ready_sock;			/* to the ready shim, -1: none */
 	pid_t ready_pid;
@@ -387,7 +386,7 @@ static int reap(struct spawner *sp)
 
 static void __attribute__((noreturn)) serve(int sock, pid_t agent, const char *exe)
 {
-	struct spawner sp = { .sock = sock, .agent = agent, .exe = exe, .ready_sock = -1 };
+	struct spawner sp = { .sock = sock, .exe = exe, .ready_sock = -1 };
 	struct pollfd *pfd = NULL;
 	size_t n_pfd = 0, i, k;
 	struct sp_req q;

@@ -405,8 +405,8 @@ static void test_meter_moved(void **state)
 	do {
 		bm_loader__unmark(f->l, sb);
 		usleep(200 * 1000);
-	} while (bm_loader__moved(f->l, sb) && bm_now_ns() < end);
-	assert_false(bm_loader__moved(f->l, sb));
+	} while (bm_loader__marks(f->l)[sb] && bm_now_ns() < end);
+	assert_false(bm_loader__marks(f->l)[sb]);
 	/* from here b sleeps, a spins 5 ms at 0, 300, 600 and 900 ms */
 	f->pid_a = spawn_in(f->a, spike);
 	usleep(20 * 1000);
@@ -417,7 +417,7 @@ static void test_meter_moved(void **state)
 	while (bm_now_ns() < end) {
 		usleep(5 * 1000);
 		x = last_win(f, f->a, &sa);
-		if (!bm_loader__moved(f->l, sa)) {
+		if (!bm_loader__marks(f->l)[sa]) {
 			if (x != la)
 				fail_msg("a moved from window %llu to %llu unmarked", (unsigned long long)la,
 					 (unsigned long long)x);
@@ -434,7 +434,7 @@ static void test_meter_moved(void **state)
 		la = last_win(f, f->a, &sa);
 	}
 	x = last_win(f, f->b, &sb);
-	assert_false(bm_loader__moved(f->l, sb));
+	assert_false(bm_loader__marks(f->l)[sb]);
 	assert_int_equal(x, lb);
 	integ_note("a marked %u times, quiet %u times between; b never", marks, quiet);
 	/* each spike marks at least once (its first window), and a rests between them */

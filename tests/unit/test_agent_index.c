@@ -132,7 +132,7 @@ static void test_agent_timer_heap_orders_moving_dues(void **state)
 	}
 	for (i = 0; i < N; i++)
 		n_due += ag_due(eff[i]) != UINT64_MAX;
-	assert_int_equal(a->n_heap, n_due);
+	assert_int_equal(a->heap.n, n_due);
 	for (i = 0; (e = ag_heap_top(a)); i++) {
 		assert_true(ag_due(e) >= last && ag_due(e) != UINT64_MAX);
 		last = ag_due(e);
