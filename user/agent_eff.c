@@ -254,6 +254,9 @@ void ag_launched(struct bm_agent *a, struct ag_effect *e, const struct bm_spawne
 		return start_failed(a, e, m->ret > 0 ? m->ret : 0, "start the command", m->ret);
 	e->shim.pid = m->shim_pid;
 	ag_set_shim_id(a, e, m->shim_id);
+	/* its end would not be found (no memory to index it): watched here instead */
+	if (!e->shim_id)
+		e->shim.pidfd = (int)syscall(SYS_pidfd_open, e->shim.pid, 0);
 	e->sup.child.pid = m->effect_pid;
 	running(a, e);
 	if (e->cancel_pending)

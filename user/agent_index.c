@@ -341,7 +341,7 @@ void ag_set_shim_id(struct bm_agent *a, struct ag_effect *e, uint64_t id)
 	if (e->shim_id)
 		ix_del(&a->by_shim, e->shim_id, e);
 	e->shim_id = id;
-	/* not indexed (no memory): its end is not found, as if the spawner had not said it */
+	/* not indexed (no memory): 0, and the caller watches the shim by pidfd */
 	if (id && ix_put(&a->by_shim, id, e))
 		e->shim_id = 0;
 }
