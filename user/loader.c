@@ -641,7 +641,7 @@ static void drop_mms(struct bm_loader *l, uint64_t cgid)
 	if (l->n_stale == l->cap_stale) {
 		p = realloc(l->stale, (l->cap_stale ? 2 * l->cap_stale : 64) * sizeof(*p));
 		if (!p) {
-			/* no room to wait: this one alone, now */
+			/* no room to grow: forget the waiting ones now, which makes room (none yet: lost) */
 			bm_loader__forget_stale(l);
 			if (!l->cap_stale)
 				return;
