@@ -69,7 +69,7 @@ struct sp_shim {
 	uint64_t id, tag;
 };
 
-static int send_fds(int sock, const void *buf, size_t len, const int *fds, int n)
+static int send_fds(int sock, const void *buf, size_t len, const int *fds, int n, int flags)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * SP_MAX_FDS)];
@@ -89,7 +89,7 @@ static int send_fds(int sock, const void *buf, size_t len, const int *fds, int n
 		c->cmsg_len = CMSG_LEN(sizeof(int) * n);
 		memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
 	}
-	while (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0)
+	while (sendmsg(sock, &msg, MSG_NOSIGNAL | flags) < 0)
 		if (errno != EINTR)
 			return -errno;
 	return 0;
@@ -221,6 +221,8 @@ struct spawner {
 	uint64_t next_id;
 	struct sp_shim *shims;
 	size_t n_shims, cap_shims;
+	struct sp_rep *out;		/* said but not yet sent: out[out_head..n_out) */
+	size_t out_head, n_out, cap_out;
 };
 
 /*
@@ -300,9 +302,55 @@ static void drop_shim(struct spawner *sp, struct sp_shim *h)
 	*h = sp->shims[--sp->n_shims];
 }
 
+/* What is queued, in order, as far as the socket takes it: 0, or -errno if the agent is gone. */
+static int flush(struct spawner *sp)
+{
+	int ret;
+
+	for (; sp->out_head < sp->n_out; sp->out_head++) {
+		ret = send_fds(sp->sock, &sp->out[sp->out_head], sizeof(*sp->out), NULL, 0, MSG_DONTWAIT);
+		if (ret == -EAGAIN)
+			return 0;
+		if (ret)
+			return ret;
+	}
+	sp->out_head = sp->n_out = 0;
+	return 0;
+}
+
+/*
+ * Tell the agent, never waiting for it: the agent may itself be blocked
+ * sending us requests, and we must go on reading them. What the socket
+ * does not take now is queued (at most two messages per shim) and sent when
+ * it drains. Only when the queue cannot grow do we wait. 0, or -errno if the
+ * agent is gone.
+ */
 static int tell(struct spawner *sp, const struct sp_rep *rep)
 {
-	return send_fds(sp->sock, rep, sizeof(*rep), NULL, 0);
+	struct sp_rep *n;
+	int ret;
+
+	if (sp->out_head == sp->n_out) {
+		ret = send_fds(sp->sock, rep, sizeof(*rep), NULL, 0, MSG_DONTWAIT);
+		if (ret != -EAGAIN)
+			return ret;
+	}
+	if (sp->n_out == sp->cap_out) {
+		n = realloc(sp->out, (sp->cap_out ? 2 * sp->cap_out : 64) * sizeof(*n));
+		if (!n) {
+			while (sp->out_head < sp->n_out) {
+				ret = send_fds(sp->sock, &sp->out[sp->out_head++], sizeof(*n), NULL, 0, 0);
+				if (ret)
+					return ret;
+			}
+			sp->out_head = sp->n_out = 0;
+			return send_fds(sp->sock, rep, sizeof(*rep), NULL, 0, 0);
+		}
+		sp->out = n;
+		sp->cap_out = sp->cap_out ? 2 * sp->cap_out : 64;
+	}
+	sp->out[sp->n_out++] = *rep;
+	return 0;
 }
 
 /* The request, with its fds, to the ready shim; its report comes on that shim's socket. */
@@ -316,7 +364,7 @@ static int hand_over(struct spawner *sp, struct sp_req *q, const int *fds, int n
 		*h = (struct sp_shim){ sp->ready_pid, sp->ready_sock, 0, q->tag };
 		sp->ready_sock = -1;
 		/* a shim that died waiting: its report reads as EOF, and says so */
-		send_fds(h->sock, q, sizeof(*q), fds, nfds);
+		send_fds(h->sock, q, sizeof(*q), fds, nfds, 0);
 		return 0;
 	}
 	return tell(sp, &rep);
@@ -420,7 +468,7 @@ static void __attribute__((noreturn)) serve(int sock, pid_t agent, const char *e
 			if (!pfd)
 				_exit(1);
 		}
-		pfd[0] = (struct pollfd){ .fd = sock, .events = POLLIN };
+		pfd[0] = (struct pollfd){ .fd = sock, .events = POLLIN | (sp.out_head < sp.n_out ? POLLOUT : 0) };
 		pfd[1] = (struct pollfd){ .fd = sp.sigfd, .events = POLLIN };
 		for (i = 0, k = 2; i < sp.n_shims; i++)
 			if (sp.shims[i].sock >= 0)
@@ -443,7 +491,9 @@ static void __attribute__((noreturn)) serve(int sock, pid_t agent, const char *e
 		}
 		if (pfd[1].revents && reap(&sp))
 			_exit(0);
-		if (!pfd[0].revents)
+		if ((pfd[0].revents & POLLOUT) && flush(&sp))
+			_exit(0);
+		if (!(pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
 		n = recv_fds(sock, &q, sizeof(q), fds, &nfds);
 		if (n == 0 || (n < 0 && n != -EMSGSIZE))
@@ -542,7 +592,7 @@ int bm_spawner__send(struct bm_spawner *sp, uint64_t tag, int cgroup_fd, const i
 			q.fd_bits |= 1u << (SP_MAX_JOIN + i);
 			fds[nfds++] = x->stdio[i];
 		}
-	ret = send_fds(sp->sock, &q, sizeof(q), fds, nfds);
+	ret = send_fds(sp->sock, &q, sizeof(q), fds, nfds, 0);
 out:
 	if (mfd >= 0)
 		close(mfd);

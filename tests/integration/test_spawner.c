@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * user/spawner.c through the library: real shims, a real cgroup, /bin/true.
+ * The agent and its spawner talk over one socket both ways; the agent sends
+ * launches while the spawner says which shims started and ended. When
+ * thousands of effects end together while the agent is still sending, each
+ * side's sends fill the socket; if the spawner then waits to be heard and
+ * stops reading, both wait for ever (seen at 3,000 sleepers in `make bench`).
+ * Every cgroup, shim and file made here is removed, failure or not.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "common.h"
+#include "effect.h"
+#include "spawner.h"
+
+#include "integ.h"
+
+/* Far past what the socket holds either way (~200 messages each) */
+#define N_LAUNCH 800
+#define SEND_TIMEOUT_S 20
+#define READ_TIMEOUT_MS 30000
+
+struct sfx {
+	struct bm_spawner *sp;
+	struct bm_cgroup *cg;
+	char dir[64];
+	uint64_t shim_id[N_LAUNCH + 1];	/* by tag */
+	bool exited[N_LAUNCH + 1];
+};
+
+static char parent[PATH_MAX];
+
+static void status_path(const struct sfx *f, int tag, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%d", f->dir, tag);
+}
+
+static int teardown(void **state)
+{
+	struct sfx *f = *state;
+	char path[128];
+	int i;
+
+	if (!f)
+		return 0;
+	/* the socket closed, the spawner exits; shims left would end with the cgroup */
+	bm_spawner__free(f->sp);
+	if (f->cg) {
+		if (bm_cgroup__populated(f->cg) > 0 && !bm_cgroup__kill(f->cg))
+			bm_cgroup__wait_empty(f->cg, 5000);
+		if (bm_cgroup__remove(f->cg))
+			print_error("cannot remove %s\n", f->cg->path);
+		bm_cgroup__free(f->cg);
+	}
+	if (f->dir[0]) {
+		for (i = 1; i <= N_LAUNCH; i++) {
+			status_path(f, i, path, sizeof(path));
+			unlink(path);
+		}
+		if (rmdir(f->dir))
+			print_error("cannot remove %s: %s\n", f->dir, strerror(errno));
+	}
+	free(f);
+	*state = NULL;
+	return 0;
+}
+
+/*
+ * N_LAUNCH launches sent before a single message is read, as an agent busy
+ * with a burst of POSTs does, while the first shims already end. Every send
+ * must go through (the spawner keeps reading while its own messages wait),
+ * then every launch is answered once, started, and said to end once, after
+ * its answer, with exit status 0 in its status file.
+ */
+static void test_spawner_never_blocks_the_agent(void **state)
+{
+	struct timeval tv = { .tv_sec = SEND_TIMEOUT_S };
+	char *argv[] = { "/bin/true", NULL }, path[128], name[64];
+	int i, ret, replies = 0, exits = 0, st;
+	struct bm_spawner_msg m;
+	struct pollfd pfd;
+	struct sfx *f;
+
+	f = *state = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/bmtest-spawner.XXXXXX");
+	if (!mkdtemp(f->dir)) {
+		f->dir[0] = '\0';
+		fail_msg("mkdtemp: %s", strerror(errno));
+	}
+	snprintf(name, sizeof(name), "bmtest.%d.spawner", (int)getpid());
+	f->cg = bm_cgroup__create(parent, name);
+	if (!f->cg)
+		fail_msg("cannot create cgroup %s/%s: %s", parent, name, strerror(errno));
+	f->sp = bm_spawner__start(NULL);
+	if (!f->sp)
+		fail_msg("bm_spawner__start: %s", strerror(errno));
+	pfd = (struct pollfd){ .fd = bm_spawner__fd(f->sp), .events = POLLIN };
+	assert_int_equal(setsockopt(pfd.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)), 0);
+
+	for (i = 1; i <= N_LAUNCH; i++) {
+		status_path(f, i, path, sizeof(path));
+		ret = bm_spawner__send(f->sp, (uint64_t)i, f->cg->dirfd, NULL, 0, argv, NULL, path);
+		if (ret == -EAGAIN)
+			fail_msg("launch %d of %d waited %d s to be sent: the spawner stopped reading "
+				 "while its own messages were unread", i, N_LAUNCH, SEND_TIMEOUT_S);
+		if (ret)
+			fail_msg("launch %d: %s", i, strerror(-ret));
+	}
+
+	while (replies < N_LAUNCH || exits < N_LAUNCH) {
+		ret = bm_spawner__next(f->sp, &m);
+		if (ret < 0)
+			fail_msg("the spawner is gone (%s) after %d answers, %d ends", strerror(-ret), replies,
+				 exits);
+		if (!ret) {
+			if (poll(&pfd, 1, READ_TIMEOUT_MS) == 0)
+				fail_msg("nothing said for %d s after %d answers, %d ends of %d", READ_TIMEOUT_MS / 1000,
+					 replies, exits, N_LAUNCH);
+			continue;
+		}
+		if (m.exited) {
+			for (i = 1; i <= N_LAUNCH && f->shim_id[i] != m.shim_id; i++)
+				;
+			if (!m.shim_id || i > N_LAUNCH)
+				fail_msg("shim %llu said to end before its launch was answered",
+					 (unsigned long long)m.shim_id);
+			if (f->exited[i])
+				fail_msg("launch %d's shim said to end twice", i);
+			f->exited[i] = true;
+			exits++;
+			continue;
+		}
+		if (m.tag < 1 || m.tag > N_LAUNCH || f->shim_id[m.tag])
+			fail_msg("answer for tag %llu: unknown or twice", (unsigned long long)m.tag);
+		if (m.ret || !m.shim_id || m.effect_pid <= 0)
+			fail_msg("launch %llu: ret %d, shim id %llu, pid %d", (unsigned long long)m.tag, m.ret,
+				 (unsigned long long)m.shim_id, (int)m.effect_pid);
+		f->shim_id[m.tag] = m.shim_id;
+		replies++;
+	}
+	for (i = 1; i <= N_LAUNCH; i++) {
+		status_path(f, i, path, sizeof(path));
+		ret = bm_effect_shim_status(path, &st);
+		if (ret || st)
+			fail_msg("launch %d: status file %s, wait status %d", i, ret ? strerror(-ret) : "ok",
+				 ret ? -1 : st);
+	}
+	assert_int_equal(bm_cgroup__populated(f->cg), 0);
+}
+
+int main(void)
+{
+	struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_spawner_never_blocks_the_agent, teardown),
+	};
+	struct bm_cgroup_env env;
+	size_t n;
+	int rc = integ_gate("test_spawner"), err;
+
+	if (rc)
+		return rc;
+	err = bm_cgroup_env_detect("/proc/self/mountinfo", "/proc/self/cgroup", &env);
+	if (!err)
+		err = bm_cgroup_env_self_dir(&env, parent, sizeof(parent));
+	if (err) {
+		fprintf(stderr, "test_spawner: cannot find our cgroup v2 directory: %s\n", strerror(-err));
+		return 1;
+	}
+	n = integ_filter(tests, sizeof(tests) / sizeof(tests[0]));
+	return _cmocka_run_group_tests("spawner", tests, n, NULL, NULL);
+}
