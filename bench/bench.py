@@ -1811,6 +1811,8 @@ def main():
     try:
         BM = Tmp.path("burstmeter")
         shutil.copy2(os.path.join(b, "burstmeter"), BM)
+        # the agent starts its shims from the bm-shim beside its binary (user/agent.c)
+        shutil.copy2(os.path.join(b, "bm-shim"), Tmp.path("bm-shim"))
         st = os.stat(BM)
         binary = (f"build/burstmeter of "
                   f"{time.strftime('%H:%M:%S', time.localtime(st.st_mtime))}, {st.st_size} bytes")
