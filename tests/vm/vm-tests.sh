@@ -28,6 +28,11 @@ vm_filter() {
 		# deadlines (3 s; the host runs it, and test_run_deadline here)
 		echo 'test_agent_long_timeline test_agent_deadlines'
 		;;
+	test_spawner)
+		# Userspace only (the agent<->spawner socket), and 800 launches, two process
+		# starts each, take minutes under TCG; the host runs it
+		echo 'test_spawner_never_blocks_the_agent'
+		;;
 	test_views)
 		# top in tmux: the VM has no tmux (the plain --once/--json views still run)
 		echo 'test_top_tmux*'
