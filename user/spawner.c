@@ -362,7 +362,9 @@ static int hand_over(struct spawner *sp, struct sp_req *q, const int *fds, int n
 	make_ready(sp);
 	if (sp->ready_sock >= 0 && (h = add_shim(sp))) {
 		*h = (struct sp_shim){ sp->ready_pid, sp->ready_sock, 0, q->tag };
+		/* not ready any more: its end is the effect's, to be told (reap()) */
 		sp->ready_sock = -1;
+		sp->ready_pid = 0;
 		/* a shim that died waiting: its report reads as EOF, and says so */
 		send_fds(h->sock, q, sizeof(*q), fds, nfds, 0);
 		return 0;
