@@ -19,8 +19,8 @@
 #include "common.h"
 #include "policy_yaml.h"
 
-/* An effect's series: at most this many points, however long it lives (80 kB). */
-#define SERIES_POINTS 4096
+/* An effect's series: at most this many points, however long it lives (40 kB): 2 to 4 per timeline point */
+#define SERIES_POINTS 2048
 #define TIMELINE_POINTS 1000
 
 void ag_sample(struct bm_agent *a, struct ag_effect *e)

@@ -258,6 +258,89 @@ static void test_series_push_n_is_n_pushes(void **state)
 	bm_series_free(&c);
 }
 
+/* The series as documented (series.h), one window at a time, to hold bm_series_push_n() against. */
+struct model {
+	size_t max, n;
+	uint64_t step, part_n;
+	float v[BM_DIM__MAX][4096], part[BM_DIM__MAX];
+};
+
+static float model_clean(double v)
+{
+	return isfinite(v) && v > 0 ? (float)v : 0;
+}
+
+static void model_push(struct model *m, const double v[BM_DIM__MAX])
+{
+	size_t i;
+	int d;
+
+	for (d = 0; d < BM_DIM__MAX; d++)
+		if (!m->part_n || model_clean(v[d]) > m->part[d])
+			m->part[d] = model_clean(v[d]);
+	if (++m->part_n < m->step)
+		return;
+	for (d = 0; d < BM_DIM__MAX; d++)
+		m->v[d][m->n] = m->part[d];
+	m->n++;
+	m->part_n = 0;
+	if (!m->max || m->n < m->max + (m->max & 1))
+		return;
+	for (d = 0; d < BM_DIM__MAX; d++)
+		for (i = 0; i < m->n / 2; i++)
+			m->v[d][i] = m->v[d][2 * i] > m->v[d][2 * i + 1] ? m->v[d][2 * i] : m->v[d][2 * i + 1];
+	m->n /= 2;
+	m->step *= 2;
+}
+
+/*
+ * Runs of every length, at every fold state, against the model: whole
+ * points written in bulk, the open point, folds in the middle of a run,
+ * odd maxima, values that clean to 0. 200 random runs per maximum.
+ */
+static void test_series_push_n_matches_the_model(void **state)
+{
+	static const size_t maxes[] = { 2, 3, 6, 64, 1000, 2048 };
+	static struct model m;
+	uint64_t seed = 42, len, j;
+	double v[BM_DIM__MAX];
+	struct bm_series s;
+	size_t x, i, k;
+	int d;
+
+	(void)state;
+	for (x = 0; x < sizeof(maxes) / sizeof(maxes[0]); x++) {
+		memset(&m, 0, sizeof(m));
+		m.max = maxes[x];
+		m.step = 1;
+		memset(&s, 0, sizeof(s));
+		s.window_ns = W_NS;
+		s.max = maxes[x];
+		for (i = 0; i < 200; i++) {
+			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+			len = (seed >> 33) % (i % 7 == 0 ? 20000 : 40);
+			for (d = 0; d < BM_DIM__MAX; d++)
+				v[d] = (double)((seed >> (8 * d)) & 0xff) - 32;	/* some < 0: clean to 0 */
+			if (i % 11 == 0)
+				v[BM_DIM_CPU] = NAN;
+			assert_int_equal(bm_series_push_n(&s, v, len), 0);
+			for (j = 0; j < len; j++)
+				model_push(&m, v);
+			assert_int_equal(s.n, m.n);
+			assert_int_equal(bm_series_step(&s), m.step);
+			assert_int_equal(s.part_n, m.part_n);
+			for (d = 0; d < BM_DIM__MAX; d++)
+				for (k = 0; k < m.n; k++)
+					if (bm_series_at(&s, d, k) != m.v[d][k])
+						fail_msg("max %zu, run %zu (%llu windows): point %zu of dimension %d is %g, "
+							 "not %g", maxes[x], i, (unsigned long long)len, k, d,
+							 (double)bm_series_at(&s, d, k), (double)m.v[d][k]);
+		}
+		assert_true(m.step > 1);
+		bm_series_free(&s);
+	}
+}
+
 static void test_series_svg_bursts_render(void **state)
 {
 	struct bm_series s = { .window_ns = W_NS };
@@ -550,6 +633,7 @@ int main(void)
 		cmocka_unit_test(test_series_push_grows_geometrically_and_cleans),
 		cmocka_unit_test(test_series_bounded_keeps_bursts_in_fixed_memory),
 		cmocka_unit_test(test_series_push_n_is_n_pushes),
+		cmocka_unit_test(test_series_push_n_matches_the_model),
 		cmocka_unit_test(test_series_svg_bursts_render),
 		cmocka_unit_test(test_series_svg_ramp_meets_its_ceiling),
 		cmocka_unit_test(test_series_svg_keeps_one_window_spike_in_20000),
