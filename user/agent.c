@@ -46,16 +46,6 @@ static void ag_unwatch(struct bm_agent *a, int fd)
 		epoll_ctl(a->epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
-static struct ag_effect *find_cgid(struct bm_agent *a, uint64_t cgid)
-{
-	unsigned int i;
-
-	for (i = 0; i < a->n_eff; i++)
-		if (a->eff[i]->sup.cg && a->eff[i]->sup.cg->id == cgid)
-			return a->eff[i];
-	return NULL;
-}
-
 static int64_t wall_ms(void)
 {
 	return (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC);
@@ -210,7 +200,7 @@ static void on_effect_timer(struct bm_agent *a, struct ag_effect *e)
 static void on_event(const struct bm_event *ev, void *ctx)
 {
 	struct bm_agent *a = ctx;
-	struct ag_effect *e = find_cgid(a, ev->cgid);
+	struct ag_effect *e = ag_find_cg(a, ev->cgid);
 
 	if (e)
 		bm_sup__event(&e->sup, ev);

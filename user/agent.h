@@ -53,6 +53,8 @@ struct ag_effect {
 	gid_t gid;
 	struct bm_child shim;		/* its pidfd: only where no spawner tells its end */
 	uint64_t shim_id;		/* the spawner's name for the shim, 0: none */
+	uint64_t cg_id;			/* its cgroup's id as indexed (events name it), 0: not */
+	bool cg_scan;			/* the index could not take it: found by a scan */
 	/* asked of the spawner, not answered yet (the answer is tagged with seq) */
 	bool launching, cancel_pending;
 	struct bm_agent *agent;
@@ -82,6 +84,14 @@ struct ag_effect {
 
 /* The agent's tick: effects sampled (timelines, event streams), the queue looked at. */
 #define AG_TICK_NS (20 * BM_NSEC_PER_MSEC)
+/*
+ * At most this many meter reads per tick. When thousands of sleepers wake
+ * together (they all ended), reading them all in one tick held the loop
+ * for seconds: the ring buffer overflowed and /metrics waited. The rest
+ * are read in the ticks that follow; a meter's ring keeps BM_RING windows,
+ * 6 ticks past a read's due time.
+ */
+#define AG_TICK_READS 256
 
 /* Effects by a 64-bit key (agent_index.c). */
 struct ag_index {
@@ -121,7 +131,8 @@ struct bm_agent {
 	uint64_t timers_at;
 	struct ag_effect **eff;
 	unsigned int n_eff, cap_eff, running;
-	struct ag_index by_name, by_seq, by_shim;
+	struct ag_index by_name, by_seq, by_shim, by_cg;
+	unsigned int cg_unindexed;	/* metered effects by_cg could not take (no memory) */
 	struct ag_set queue;		/* not started yet: queue.n of them are queued */
 	/* effects whose ladder or deadline is due some time: a min-heap by the earliest */
 	struct ag_set heap;
@@ -132,6 +143,7 @@ struct bm_agent {
 	 * the marks, however many sleep.
 	 */
 	struct ag_set awake;
+	unsigned int tick_next;		/* awake.v[] index the next tick reads down from */
 	struct ag_effect **by_slot;
 	struct ag_tenant_count *tenants;	/* started effects per tenant */
 	unsigned int n_tenants;
@@ -149,6 +161,10 @@ int bm_agent_run(const struct bm_agent_cfg *cfg);
 struct ag_effect *ag_find(struct bm_agent *a, const char *tenant, const char *id);
 struct ag_effect *ag_find_seq(struct bm_agent *a, uint64_t seq);
 struct ag_effect *ag_find_shim(struct bm_agent *a, uint64_t shim_id);
+/* The effect whose cgroup has this id (a meter event's), or NULL. */
+struct ag_effect *ag_find_cg(struct bm_agent *a, uint64_t cg_id);
+/* Index e by its cgroup (e->sup.cg), once it has one. */
+void ag_set_cg(struct bm_agent *a, struct ag_effect *e);
 /* Index e (after its tenant, id and seq are set): 0 or -ENOMEM; not after ag_index_reserve(). */
 int ag_index_add(struct bm_agent *a, struct ag_effect *e);
 int ag_index_reserve(struct bm_agent *a);

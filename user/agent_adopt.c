@@ -109,9 +109,9 @@ static bool due(const struct ag_effect *e, uint64_t now)
 void ag_tick(struct bm_agent *a)
 {
 	const volatile uint8_t *marks = bm_loader__marks(a->loader);
+	unsigned int i, j, k, n, start, reads = AG_TICK_READS;
 	uint64_t now = bm_now_ns();
 	struct ag_effect *e;
-	unsigned int i, k;
 	uint64_t word;
 
 	for (i = 0; marks && i < BM_MOVED_SLOTS; i += 8) {
@@ -122,15 +122,29 @@ void ag_tick(struct bm_agent *a)
 			if (marks[k] && (e = ag_slot_sleeper(a, k)))
 				ag_wake(a, e);
 	}
-	/* from the last down: one that sleeps or ends is swapped out by the last, seen already */
-	for (i = a->awake.n; i-- > 0;) {
+	/*
+	 * Downward from where the last tick's reads stopped, around to it: one
+	 * that sleeps or ends is swapped out by the last (seen already, or, in
+	 * the first stretch, seen next tick).
+	 */
+	n = a->awake.n;
+	start = a->tick_next < n ? a->tick_next : n;
+	a->tick_next = UINT_MAX;
+	for (j = 0; j < n; j++) {
+		i = j < start ? start - 1 - j : n - 1 - (j - start);
 		if (i >= a->awake.n)
 			continue;
 		e = a->awake.v[i];
 		if (e->sup.phase != BM_SUP_RUNNING)
 			continue;
-		if (due(e, now))
+		if (due(e, now)) {
+			if (!reads) {
+				a->tick_next = i + 1;
+				break;
+			}
+			reads--;
 			ag_sample(a, e);
+		}
 		/* an attached process ended and its caller never said how */
 		if (e->exit_wait_ns && now >= e->exit_wait_ns)
 			bm_sup__exited(&e->sup, -1);
@@ -206,6 +220,7 @@ static void adopt_running(struct bm_agent *a, struct ag_effect *e, const struct 
 		ag_timers_moved(e);
 		return;
 	}
+	ag_set_cg(a, e);
 	/* the shim, if it still runs (and is the same process), says when the command ends */
 	if (row->pid > 0 && (!row->pid_start || pid_start((pid_t)row->pid) == row->pid_start))
 		e->shim.pidfd = (int)syscall(SYS_pidfd_open, (pid_t)row->pid, 0);

@@ -235,6 +235,7 @@ static void start(struct bm_agent *a, struct ag_effect *e)
 	ret = bm_sup__start(&e->sup, a->loader, &a->env, a->parent, &so);
 	if (ret)
 		return start_failed(a, e, 0, e->sup.failed_step, ret);
+	ag_set_cg(a, e);
 	ret = egress(a, e);
 	if (ret)
 		return start_failed(a, e, 0, "filter its egress", ret);

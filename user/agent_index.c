@@ -328,12 +328,44 @@ void ag_index_del(struct bm_agent *a, struct ag_effect *e)
 	ix_del(&a->by_name, name_key(e->tenant, e->req.id), e);
 	ix_del(&a->by_seq, e->seq, e);
 	ag_set_shim_id(a, e, 0);
+	if (e->cg_id)
+		ix_del(&a->by_cg, e->cg_id, e);
+	if (e->cg_scan)
+		a->cg_unindexed--;
+	e->cg_id = 0;
+	e->cg_scan = false;
 	set_del(&a->queue, offsetof(struct ag_effect, queue_i), e);
 	heap_del(a, e);
 	set_del(&a->awake, offsetof(struct ag_effect, awake_i), e);
 	slot_del(a, e);
 	if (e->started)
 		ag_tenant_count(a, e->tenant, -1);
+}
+
+struct ag_effect *ag_find_cg(struct bm_agent *a, uint64_t cg_id)
+{
+	struct ag_effect *e;
+	size_t i = SIZE_MAX;
+	unsigned int k;
+
+	if (cg_id && (e = ix_next(&a->by_cg, cg_id, &i)))
+		return e;
+	/* one the index could not take: the scan every event once paid (10,000 x 10,000 at a drain) */
+	for (k = 0; a->cg_unindexed && k < a->n_eff; k++)
+		if (a->eff[k]->cg_scan && a->eff[k]->sup.cg && a->eff[k]->sup.cg->id == cg_id)
+			return a->eff[k];
+	return NULL;
+}
+
+void ag_set_cg(struct bm_agent *a, struct ag_effect *e)
+{
+	if (e->cg_id || e->cg_scan || !e->sup.cg)
+		return;
+	if (ix_put(&a->by_cg, e->sup.cg->id, e)) {
+		e->cg_scan = true;
+		a->cg_unindexed++;
+	} else
+		e->cg_id = e->sup.cg->id;
 }
 
 void ag_set_shim_id(struct bm_agent *a, struct ag_effect *e, uint64_t id)
@@ -375,6 +407,7 @@ void ag_index_free(struct bm_agent *a)
 	ix_free(&a->by_name);
 	ix_free(&a->by_seq);
 	ix_free(&a->by_shim);
+	ix_free(&a->by_cg);
 	free(a->tenants);
 	free(a->queue.v);
 	free(a->heap.v);

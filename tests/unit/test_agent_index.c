@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * user/agent_index.c: the agent's effects by (tenant, id), by admission
- * number and by shim, held to a plain scan. Deletion shifts entries back
+ * number, by shim and by cgroup id, held to a plain scan. Deletion shifts entries back
  * (no tombstones), the part that is easy to get wrong: thousands of
  * effects come and go in a shuffled order, and after every step each one
- * is found by all three keys exactly while it is in, and never after.
+ * is found by all four keys exactly while it is in, and never after.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,11 +19,16 @@
 
 #define N 3000
 
+static struct bm_cgroup cgs[N];
+
 static struct ag_effect *make(unsigned int i)
 {
 	struct ag_effect *e = calloc(1, sizeof(*e));
 
 	assert_non_null(e);
+	/* cgroup ids as the kernel hands them out: close together */
+	cgs[i].id = 70000 + i;
+	e->sup.cg = &cgs[i];
 	/* three tenants, ids that share prefixes and lengths */
 	snprintf(e->tenant, sizeof(e->tenant), "t%u", i % 3);
 	snprintf(e->req.id, sizeof(e->req.id), "eff-%u", i / 3);
@@ -41,7 +46,9 @@ static void check(struct bm_agent *a, struct ag_effect **eff, const bool *in)
 		assert_ptr_equal(ag_find(a, eff[i]->tenant, eff[i]->req.id), want);
 		assert_ptr_equal(ag_find_seq(a, eff[i]->seq), want);
 		assert_ptr_equal(ag_find_shim(a, 500000 + i), want);
+		assert_ptr_equal(ag_find_cg(a, 70000 + i), want);
 	}
+	assert_null(ag_find_cg(a, 69999));
 	assert_null(ag_find(a, "t0", "eff-999999"));
 	assert_null(ag_find_shim(a, 0));
 }
@@ -76,6 +83,7 @@ static void test_agent_index_follows_adds_and_deletes(void **state)
 			assert_int_equal(ag_index_reserve(a), 0);
 			assert_int_equal(ag_index_add(a, eff[k]), 0);
 			ag_set_shim_id(a, eff[k], 500000 + k);
+			ag_set_cg(a, eff[k]);
 			in[k] = true;
 		}
 		check(a, eff, in);
@@ -92,6 +100,7 @@ static void test_agent_index_follows_adds_and_deletes(void **state)
 		}
 		check(a, eff, in);
 		assert_int_equal(a->by_name.n, a->by_seq.n);
+		assert_int_equal(a->by_name.n, a->by_cg.n);
 		assert_true(a->by_name.n * 2 <= a->by_name.cap);
 	}
 	ag_index_free(a);
