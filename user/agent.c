@@ -540,8 +540,11 @@ int bm_agent_run(const struct bm_agent_cfg *cfg)
 			bm_err("epoll_wait: %s", strerror(errno));
 			goto out;
 		}
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			dispatch(a, ev[i].data.ptr);
+			/* between any two slices of work: the ring buffer holds ~18,700 records */
+			bm_loader__consume(a->loader);
+		}
 		/* MHD has timers of its own (timeouts, resumed connections) */
 		ag_api_run(a);
 	}

@@ -698,3 +698,8 @@ int bm_loader__poll(struct bm_loader *l, int timeout_ms)
 
 	return n == -EINTR ? 0 : n;
 }
+
+int bm_loader__consume(struct bm_loader *l)
+{
+	return ring_buffer__consume(l->rb);
+}

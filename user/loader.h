@@ -88,5 +88,7 @@ int bm_loader__stats(struct bm_loader *l, uint64_t out[BM_STAT__MAX]);
 int bm_loader__event_fd(const struct bm_loader *l);
 /* Consume records (calling opts.on_event). Returns records consumed or -errno. */
 int bm_loader__poll(struct bm_loader *l, int timeout_ms);
+/* The same without a syscall (nothing waits): cheap enough to call between any two jobs. */
+int bm_loader__consume(struct bm_loader *l);
 
 #endif /* BM_LOADER_H */
