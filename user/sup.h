@@ -62,6 +62,7 @@ struct bm_sup {
 	uint64_t deadline_at, timer_at;	/* when they fire (bm_now_ns()), UINT64_MAX: disarmed */
 	enum bm_sup_phase phase;
 	uint64_t start_ns, end_ns, phase_deadline_ns;
+	uint64_t poll_ns;		/* the next look at the phase is this far off */
 	int wait_status;
 	int exec_errno;			/* the command could not be started (126/127) */
 	bool cancelled, deadline, drained, acting, metered, terminating;
