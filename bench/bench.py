@@ -45,11 +45,11 @@ if QUICK:
                detect_n=30, detect_ctl_n=0, detect_cpu_peer_n=0, rate_n=30,
                scale_steps=[200], scale_budget=24)
 else:
-    CFG = dict(k_min=5, k_max=7, k_budget=70, k_pipe=30000, k_sn=120000,
-               t_min=5, t_max=11, t_budget=75, t_pipe=20000, t_sn=80000,
-               launch_runs=30, spikes=16, quiet=30,
-               detect_n=100, detect_ctl_n=10, detect_cpu_peer_n=20, rate_n=200,
-               scale_steps=[1000, 10000], scale_budget=75)
+    CFG = dict(k_min=5, k_max=7, k_budget=55, k_pipe=30000, k_sn=120000,
+               t_min=5, t_max=11, t_budget=55, t_pipe=20000, t_sn=80000,
+               launch_runs=24, spikes=12, quiet=30,
+               detect_n=100, detect_ctl_n=10, detect_cpu_peer_n=12, rate_n=200,
+               scale_steps=[1000, 10000], scale_budget=205)
 # the scale section alone, larger: BENCH_SCALE="10000" BENCH_SCALE_BUDGET=400 bench/run.sh scale
 if os.environ.get("BENCH_SCALE"):
     CFG["scale_steps"] = [int(x) for x in os.environ["BENCH_SCALE"].split()]
@@ -1335,8 +1335,9 @@ def scale(b, res):
     agentc = os.path.join(b, "bench", "bm-agentc")
     # copies, like burstmeter's: a rebuild during the run changes nothing
     sleeper, spike = Tmp.path("bm-sleeper"), Tmp.path("bm-spike")
-    shutil.copy2(os.path.join(b, "workloads", "bm-sleeper"), sleeper)
-    shutil.copy2(os.path.join(b, "workloads", "bm-spike"), spike)
+    # statically linked (bench/run.sh): what a start of one costs is the workload's
+    shutil.copy2(os.path.join(b, "bench", "bm-sleeper-static"), sleeper)
+    shutil.copy2(os.path.join(b, "bench", "bm-spike-static"), spike)
     import resource
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     t_sec = time.monotonic()
@@ -1352,7 +1353,7 @@ def scale(b, res):
                     else prev["posted"] / prev["submit_s"])
             per_fd = (prev["fds"] - 64) / prev["running"]
             per_mem = prev["mem_used"] / prev["running"]
-            limits = {"time": int(rate * max(0.0, 0.6 * left - 7)),
+            limits = {"time": int(rate * max(0.0, left - scale_tail(n))),
                       "fds": int((nofile - 256) / max(1.0, per_fd)),
                       "memory": int(0.5 * meminfo("MemAvailable") * 1024 / max(1.0, per_mem))}
             why = min(limits, key=limits.get)
@@ -1376,9 +1377,20 @@ def scale(b, res):
         out.append(prev)
 
 
+def scale_hold_ms(n):
+    """how long the last effect posted sleeps: room for the measurements at the peak"""
+    return 3000 + n // 2
+
+
+def scale_tail(n):
+    """seconds a step of n needs after its submissions: the hold, the measurements at the
+    peak, the drain (~400 effects/s end here, one slice of 64 at a time), agent start/stop"""
+    return scale_hold_ms(n) / 1e3 + 3.0 + n / 400 + 8
+
+
 def scale_step(n, budget, agentc, sleeper, spike, nofile):
     """up to n effects at once through one agent, within budget seconds"""
-    hold_ms, settle = 3000, 3.0
+    hold_ms, settle = scale_hold_ms(n), 3.0
     agent = Agent(f"scale{n}", max_running=n + 64, max_queued=n + 64, nofile=nofile).start()
     r = dict(n=n, nofile=nofile)
     sub = None
@@ -1399,10 +1411,10 @@ def scale_step(n, budget, agentc, sleeper, spike, nofile):
         # submissions stop at the deadline; everything ends about hold_ms after it (or after
         # the last submission): the drain that follows has the rest of the budget
         t0 = time.monotonic_ns()
-        window = min(max(5.0, 0.6 * budget - hold_ms / 1e3 - settle), 2.0 * n / r["probe_rate"])
+        window = min(max(5.0, budget - scale_tail(n)), 2.0 * n / r["probe_rate"])
         deadline = t0 + int(window * 1e9)
         target = deadline + hold_ms * 1000000
-        spike_every = max(50, n // 40)   # at most ~40 bursting effects: 2 ms each 100 ms
+        spike_every = max(50, n // 10)   # at most 10 bursting effects: 2 ms each 100 ms, 0.2 CPU
         log(f"scale {n}: submitting (bm-sleeper, every {spike_every}th bm-spike) for at most "
             f"{(deadline - t0) / 1e9:.0f} s, all overlapping until they end together")
         p = sub = spawn([agentc, agent.sock, "submit", str(n), f"bmb{os.getpid()}-s{n}", str(target),
@@ -1488,24 +1500,49 @@ def meminfo(key):
     return 0
 
 
-def shims_pss(agent_pid):
-    """kB: the proportional set size of the agent's bm-spawner and of the effects'
-    shims (bm-shim, the spawner's children, or the agent's own when it has none)"""
-    tot, n = 0, 0
-    for k in descendants(agent_pid)[1:]:
-        try:
-            with open(f"/proc/{k}/comm") as fh:
-                comm = fh.read().strip()
-            if comm not in ("bm-spawner", "bm-shim"):
-                continue
-            with open(f"/proc/{k}/smaps_rollup") as fh:
-                for line in fh:
-                    if line.startswith("Pss:"):
-                        tot += int(line.split()[1])
-                        n += comm == "bm-shim"
-        except OSError:
-            pass
-    return (tot, n)
+def child_pids(pid):
+    out = []
+    try:
+        for t in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{t}/children") as fh:
+                out += [int(x) for x in fh.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+def comm_of(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
+def pss_kb(pid):
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            return next((int(line.split()[1]) for line in fh if line.startswith("Pss:")), 0)
+    except OSError:
+        return 0
+
+
+def shims_pss(agent_pid, sample=300):
+    """kB: the proportional set size of the agent's bm-spawner and of the effects' shims
+    (bm-shim: the spawner's children, or the agent's own when it has none). The shims are
+    alike: at most `sample` of them are read (a walk of 10,000 took seconds), and scaled"""
+    tot, shims = 0, []
+    for k in child_pids(agent_pid):
+        c = comm_of(k)
+        if c == "bm-spawner":
+            tot += pss_kb(k)
+            shims += [s for s in child_pids(k) if comm_of(s) == "bm-shim"]
+        elif c == "bm-shim":
+            shims.append(k)
+    picked = shims[::max(1, len(shims) // sample)][:sample]
+    if picked:
+        tot += sum(pss_kb(k) for k in picked) * len(shims) / len(picked)
+    return (tot, len(shims))
 
 
 # ---------------------------------------------------------------- the table
@@ -1718,7 +1755,7 @@ def table(res, b, meta):
             + "; cgroup/task storage is not in memlock")
         pss, nsh = st["shims_pss"]
         row("  node memory used (MemAvailable drop)", f"{st['mem_used'] / 2**20:.0f} MiB", "shims' PSS",
-            f"{pss / 1024:.0f} MiB ({nsh} shims)", "",
+            f"{pss / 1024:.0f} MiB ({nsh} shims, <= 300 read)", "",
             f"{st['mem_used'] / 2**20 / max(1, st['running']):.1f} MiB per effect, machine-wide (others' too)")
         row("  agent CPU (utime+stime)", f"{st['cpu']:.1f} s", "wall", f"{st['wall']:.0f} s",
             f"{st['cpu'] / st['wall']:.2f}", "from the agent's start to the end of the drain")

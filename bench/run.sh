@@ -54,6 +54,9 @@ gcc $CFLAGS -Wno-unused-parameter -Iuser -Iinclude $(pkg-config --cflags jansson
 	$(pkg-config --libs jansson libbpf 2>/dev/null || echo -ljansson -lbpf)
 for w in bm-sleeper bm-spike; do
 	[ -x "$B/workloads/$w" ] || { echo "bench: $B/workloads/$w is missing: run 'make all' first" >&2; exit 1; }
+	# static copies for the scale section: 10,000 effects start 10,000 of them, and
+	# the dynamic loader's work is the workload's cost, not the agent's
+	gcc $CFLAGS -static tests/workloads/$w.c -o "$O/$w-static" -lpthread
 done
 
 exec python3 bench/bench.py --build "$B" "$@"
