@@ -71,14 +71,14 @@ struct {
 } bm_mm SEC(".maps");
 
 /*
- * 1 MiB: ~18,700 records of 56 bytes. Every effect sends one when its last
- * task is freed (BM_EV_DRAINED), and 10,000 that end together send them
- * within a few hundred ms; 256 KiB lost half of them while the agent was
- * finishing the first ones.
+ * 256 KiB (~4,700 records of 56 bytes) for one effect (`burstmeter run`).
+ * The agent asks for more (bm_loader_opts.ring_bytes): every effect sends
+ * a record when its last task is freed, and 10,000 that end together send
+ * them within a few hundred ms.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1024 * 1024);
+	__uint(max_entries, 256 * 1024);
 } bm_events SEC(".maps");
 
 /* Not used by the programs: read by a restarted agent deciding whether to adopt the pins. */

@@ -73,6 +73,7 @@ struct bm_loader {
 	bm_event_fn on_event;
 	void *ctx;
 	char pin_dir[PATH_MAX];
+	uint32_t ring_bytes;		/* asked for, 0: the object's */
 	bool adopted;
 	volatile uint8_t *moved;	/* bm_moved, mapped */
 	uint8_t slot_used[BM_MOVED_SLOTS / 8];
@@ -144,7 +145,7 @@ enum net_mode { NET_TRACEPOINT, NET_FEXIT, NET_NONE };
 
 /* Choose programs and map types for this kernel, between open and load. */
 static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum net_mode net,
-		      bool force_hash, const struct btf *vmlinux)
+		      bool force_hash, uint32_t ring_bytes, const struct btf *vmlinux)
 {
 	struct bpf_program *p;
 	uint64_t tick_fn = find_tick_fn();
@@ -153,6 +154,8 @@ static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum 
 	skel->rodata->cfg_cgrp_storage = feat->cgrp_storage;
 	skel->rodata->cfg_page_shift = page_shift();
 	skel->rodata->cfg_tick_fn = tick_fn;
+	if (ring_bytes)
+		bpf_map__set_max_entries(skel->maps.bm_events, ring_bytes);
 	/* the unused meter map stays referenced by dead code: make it a 1-entry hash */
 	if (feat->cgrp_storage) {
 		bpf_map__set_max_entries(skel->maps.bm_cghash, 1);
@@ -226,7 +229,7 @@ static int load(struct bm_loader *l, bool force_hash)
 			err = -errno;
 			break;
 		}
-		configure(l->skel, &l->feat, net, force_hash, vmlinux);
+		configure(l->skel, &l->feat, net, force_hash, l->ring_bytes, vmlinux);
 		err = bm_meter_bpf__load(l->skel);
 		if (!err)
 			err = attach(l);
@@ -426,6 +429,7 @@ struct bm_loader *bm_loader__open(const struct bm_loader_opts *opts)
 		l->fd[i] = -1;
 	l->on_event = opts ? opts->on_event : NULL;
 	l->ctx = opts ? opts->ctx : NULL;
+	l->ring_bytes = opts ? opts->ring_bytes : 0;
 	if (opts && opts->pin_dir)
 		snprintf(l->pin_dir, sizeof(l->pin_dir), "%s", opts->pin_dir);
 	err = load_or_adopt(l, opts && opts->force_hash, opts && opts->adopt_only);

@@ -28,6 +28,8 @@ struct bm_loader_opts {
 	const char *pin_dir;
 	/* With pin_dir: adopt what is pinned there or fail (-ENOENT); never load or pin (views). */
 	bool adopt_only;
+	/* The ring buffer's size (a power of 2, pages), 0: the object's 256 KiB. Not when adopting. */
+	uint32_t ring_bytes;
 };
 
 /* What the probes chose, for the outcome and for tests. */
