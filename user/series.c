@@ -65,12 +65,18 @@ static double clean(double v)
 	return isfinite(v) && v > 0 ? v : 0;
 }
 
-/* Room for at least need points in every dimension: 0 or -ENOMEM. */
+/*
+ * Room for at least need points in every dimension: 0 or -ENOMEM. 256 at
+ * first; a bounded series then goes straight to its bound (one realloc per
+ * dimension, not three: 10,000 effects that had slept grew together).
+ */
 static int grow(struct bm_series *s, size_t need)
 {
 	size_t cap = s->cap ? s->cap : 256;
 	int d;
 
+	if (s->max && s->cap && need <= s->max + (s->max & 1))
+		cap = s->max + (s->max & 1);
 	while (cap < need) {
 		if (cap > SIZE_MAX / 2 / sizeof(float))
 			return -ENOMEM;
