@@ -42,13 +42,13 @@ if QUICK:
     CFG = dict(k_min=1, k_max=3, k_budget=8, k_pipe=6000, k_sn=25000,
                t_min=1, t_max=3, t_budget=8, t_pipe=5000, t_sn=25000,
                launch_runs=6, spikes=2, quiet=5,
-               detect_n=30, detect_ctl_n=0, detect_cpu_peer_n=0, rate_n=30,
+               detect_n=30, detect_user_n=30, detect_ctl_n=0, detect_cpu_peer_n=0, rate_n=30,
                scale_steps=[200], scale_budget=24)
 else:
     CFG = dict(k_min=5, k_max=7, k_budget=55, k_pipe=30000, k_sn=120000,
-               t_min=3, t_max=11, t_budget=45, t_pipe=20000, t_sn=80000,
+               t_min=3, t_max=11, t_budget=40, t_pipe=14000, t_sn=56000,
                launch_runs=24, spikes=12, quiet=30,
-               detect_n=100, detect_ctl_n=6, detect_cpu_peer_n=12, rate_n=200,
+               detect_n=100, detect_user_n=50, detect_ctl_n=6, detect_cpu_peer_n=12, rate_n=200,
                scale_steps=[1000, 10000], scale_budget=205)
 # the scale section alone, larger: BENCH_SCALE="10000" BENCH_SCALE_BUDGET=400 bench/run.sh scale
 if os.environ.get("BENCH_SCALE"):
@@ -1277,12 +1277,12 @@ def detect(b, res):
         confs = [("fast", ["--meter-only"]), ("user", ["--meter-only", "--no-fast-path"]), ("ctl", [])]
         for kind in ("pids", "mem"):
             rows = {c: [] for c, _ in confs}
-            n, nctl = CFG["detect_n"], CFG["detect_ctl_n"]
-            log(f"detect {kind}: {n} trials each of the fast path and --no-fast-path (--meter-only), "
+            n, nuser, nctl = CFG["detect_n"], CFG["detect_user_n"], CFG["detect_ctl_n"]
+            log(f"detect {kind}: {n} trials of the fast path, {nuser} of --no-fast-path (--meter-only), "
                 f"{nctl} with the v1 controller, alternated")
             for r in range(n):
                 for c, flags in rotate(confs, r):
-                    if c == "ctl" and r >= nctl:
+                    if (c == "ctl" and r >= nctl) or (c == "user" and r >= nuser):
                         continue
                     t = detect_trial(kind, flags, ino, dbin)
                     if t:
@@ -1660,7 +1660,7 @@ def table(res, b, meta):
         wl = (f"bm-detect pids STAMP FIFO {DETECT_PIDS} 2" if kind == "pids" else
               f"bm-detect mem STAMP FIFO {DETECT_MIB} {4 * DETECT_MIB}")
         wrong = {c: sum(1 for x in R[c] if x.get("wrong_end")) for c in R}
-        row(f"detect {label}: breach -> kill, n={len(f)}", pp(vals(f, "act")), "--no-fast-path",
+        row(f"detect {label}: breach -> kill, n={len(f)}", pp(vals(f, "act")), f"--no-fast-path, n={len(u)}",
             pp(vals(u, "act")), r99(vals(f, "act"), vals(u, "act")),
             f"build/burstmeter run --meter-only [--no-fast-path] {lim} -- build/bench/{wl}"
             + "".join(f"; {wrong[c]} of {len(R[c])} {name} trials NOT stopped at the ceiling (warnings)"
