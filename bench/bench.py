@@ -42,7 +42,7 @@ if QUICK:
     CFG = dict(k_min=1, k_max=3, k_budget=8, k_pipe=6000, k_sn=25000,
                t_min=1, t_max=3, t_budget=8, t_pipe=5000, t_sn=25000,
                launch_runs=6, spikes=2, quiet=5,
-               detect_n=30, detect_user_n=20, detect_ctl_n=0, detect_cpu_peer_n=0, rate_n=30,
+               detect_n=25, detect_user_n=15, detect_ctl_n=0, detect_cpu_peer_n=0, rate_n=30,
                scale_steps=[200], scale_budget=24)
 else:
     CFG = dict(k_min=5, k_max=7, k_budget=55, k_pipe=30000, k_sn=120000,
