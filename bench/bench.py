@@ -142,12 +142,7 @@ def descendants(pid):
     while todo:
         p = todo.pop()
         out.append(p)
-        try:
-            for t in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{t}/children") as fh:
-                    todo += [int(x) for x in fh.read().split()]
-        except OSError:
-            pass
+        todo += child_pids(p)
     return out
 
 

@@ -85,6 +85,25 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* The fixture in *state (teardown() undoes it): a status dir, and the cgroup bmtest.PID.SUFFIX. */
+static struct sfx *fixture(void **state, const char *suffix)
+{
+	struct sfx *f = *state = calloc(1, sizeof(*f));
+	char name[64];
+
+	assert_non_null(f);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/bmtest-spawner.XXXXXX");
+	if (!mkdtemp(f->dir)) {
+		f->dir[0] = '\0';
+		fail_msg("mkdtemp: %s", strerror(errno));
+	}
+	snprintf(name, sizeof(name), "bmtest.%d.%s", (int)getpid(), suffix);
+	f->cg = bm_cgroup__create(parent, name);
+	if (!f->cg)
+		fail_msg("cannot create cgroup %s/%s: %s", parent, name, strerror(errno));
+	return f;
+}
+
 /*
  * N_LAUNCH launches sent before a single message is read, as an agent busy
  * with a burst of POSTs does, while the first shims already end. Every send
@@ -95,23 +114,13 @@ static int teardown(void **state)
 static void test_spawner_never_blocks_the_agent(void **state)
 {
 	struct timeval tv = { .tv_sec = SEND_TIMEOUT_S };
-	char *argv[] = { "/bin/true", NULL }, path[128], name[64];
+	char *argv[] = { "/bin/true", NULL }, path[128];
 	int i, ret, replies = 0, exits = 0, st;
 	struct bm_spawner_msg m;
 	struct pollfd pfd;
 	struct sfx *f;
 
-	f = *state = calloc(1, sizeof(*f));
-	assert_non_null(f);
-	snprintf(f->dir, sizeof(f->dir), "/tmp/bmtest-spawner.XXXXXX");
-	if (!mkdtemp(f->dir)) {
-		f->dir[0] = '\0';
-		fail_msg("mkdtemp: %s", strerror(errno));
-	}
-	snprintf(name, sizeof(name), "bmtest.%d.spawner", (int)getpid());
-	f->cg = bm_cgroup__create(parent, name);
-	if (!f->cg)
-		fail_msg("cannot create cgroup %s/%s: %s", parent, name, strerror(errno));
+	f = fixture(state, "spawner");
 	f->sp = bm_spawner__start(NULL);
 	if (!f->sp)
 		fail_msg("bm_spawner__start: %s", strerror(errno));
@@ -191,23 +200,13 @@ static void next_msg(struct sfx *f, struct bm_spawner_msg *m, const char *what, 
  */
 static void test_spawner_tells_every_end(void **state)
 {
-	char *argv[] = { "/bin/true", NULL }, path[128], name[64];
+	char *argv[] = { "/bin/true", NULL }, path[128];
 	struct bm_spawner_msg m;
 	cpu_set_t one, all;
 	struct sfx *f;
 	int i, ret, err;
 
-	f = *state = calloc(1, sizeof(*f));
-	assert_non_null(f);
-	snprintf(f->dir, sizeof(f->dir), "/tmp/bmtest-spawner.XXXXXX");
-	if (!mkdtemp(f->dir)) {
-		f->dir[0] = '\0';
-		fail_msg("mkdtemp: %s", strerror(errno));
-	}
-	snprintf(name, sizeof(name), "bmtest.%d.spawner-seq", (int)getpid());
-	f->cg = bm_cgroup__create(parent, name);
-	if (!f->cg)
-		fail_msg("cannot create cgroup %s/%s: %s", parent, name, strerror(errno));
+	f = fixture(state, "spawner-seq");
 	/*
 	 * The spawner and its shims on one CPU: a shim's report and its end
 	 * then often come before the spawner runs again, as on a busy node.
