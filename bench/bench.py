@@ -1379,7 +1379,8 @@ def scale_hold_ms(n):
 
 def scale_tail(n):
     """seconds a step of n needs after its submissions: the hold, the measurements at the
-    peak, the drain (~400 effects/s end here, one slice of 64 at a time), agent start/stop"""
+    peak, a drain of n/400 s (1,000 took 4 s; 10,000 took 64 s, which the window leaves room
+    for: their posting took 79 of the ~140 s it allowed), agent start/stop"""
     return scale_hold_ms(n) / 1e3 + 3.0 + n / 400 + 8
 
 
