@@ -25,6 +25,7 @@
 #include "common.h"
 #include "export.h"
 #include "policy_yaml.h"
+#include "preflight.h"
 #include "egress.h"
 #include "spawner.h"
 
@@ -427,6 +428,16 @@ static int setup(struct bm_agent *a)
 	sigset_t mask;
 	int ret;
 
+	ret = bm_meter_preflight(err, sizeof(err));
+	if (!ret)
+		ret = bm_cgroup_preflight(&a->env, a->parent, sizeof(a->parent), err, sizeof(err));
+	if (ret)
+		return bm_err("%s", err), ret;
+	ret = bm_bpffs_prepare(a->cfg.pin_dir, err, sizeof(err));
+	if (ret < 0)
+		return bm_err("%s", err), ret;
+	if (ret)
+		bm_info("mounted a BPF filesystem at %s (none was mounted)", BM_BPFFS_ROOT);
 	/* first, while we are small: see spawner.h */
 	a->spawner = bm_spawner__start(shim_exe(exe, sizeof(exe)));
 	if (!a->spawner)
@@ -444,11 +455,6 @@ static int setup(struct bm_agent *a)
 	if (!a->egress)
 		bm_warn("no egress filter (%s): effects with network_policy egress_restricted or "
 			"egress_allow_list will not start", strerror(errno));
-	ret = bm_cgroup_env_detect("/proc/self/mountinfo", "/proc/self/cgroup", &a->env);
-	if (!ret)
-		ret = bm_cgroup_env_self_dir(&a->env, a->parent, sizeof(a->parent));
-	if (ret)
-		return bm_err("failed to find our cgroup v2 directory: %s", strerror(-ret)), ret;
 	if (a->cfg.policy[0]) {
 		struct bm_policy pol;
 

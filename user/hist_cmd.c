@@ -301,7 +301,10 @@ static int hist_run(const struct hist_opts *o, const char *path)
 	how = bm_view_meter_attach(&vm, cg, &l);
 	if (how < 0) {
 		err = how;
-		bm_err("failed to meter %s: %s", path, strerror(-err));
+		if (vm.why[0])
+			bm_err("%s", vm.why);
+		else
+			bm_err("failed to meter %s: %s", path, strerror(-err));
 		goto out;
 	}
 	if (how == 1 && vm.pinned)

@@ -19,6 +19,7 @@
 
 #include "common.h"
 #include "policy_yaml.h"
+#include "preflight.h"
 #include "report.h"
 #include "run.h"
 #include "sup.h"
@@ -142,22 +143,20 @@ static int start(struct run_state *s, const struct bm_sup_opts *so)
 {
 	struct bm_loader_opts lo = { .force_hash = s->o->meter_hash, .on_event = on_event, .ctx = s };
 	struct bm_cgroup_env env;
-	char parent[PATH_MAX];
+	char parent[PATH_MAX], why[512];
 	int err;
 
+	err = bm_meter_preflight(why, sizeof(why));
+	if (!err)
+		err = bm_cgroup_preflight(&env, parent, sizeof(parent), why, sizeof(why));
+	if (err) {
+		bm_err("%s", why);
+		return err;
+	}
 	s->loader = bm_loader__open(&lo);
 	if (!s->loader) {
 		err = -errno;
-		bm_err("failed to load the meter: %s%s", strerror(-err),
-		       geteuid() ? " (burstmeter needs root, or CAP_BPF with CAP_PERFMON and cgroup delegation)"
-				 : " (-v shows why)");
-		return err;
-	}
-	err = bm_cgroup_env_detect("/proc/self/mountinfo", "/proc/self/cgroup", &env);
-	if (!err)
-		err = bm_cgroup_env_self_dir(&env, parent, sizeof(parent));
-	if (err) {
-		bm_err("failed to find our cgroup v2 directory: %s", strerror(-err));
+		bm_err("failed to load the meter: %s (-v shows why)", strerror(-err));
 		return err;
 	}
 	err = bm_sup__start(&s->sup, s->loader, &env, parent, so);

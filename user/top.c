@@ -489,7 +489,9 @@ int bm_cmd_top(int argc, char **argv)
 	/* the screen is put back on q, SIGINT, SIGTERM, a lost ssh session (SIGHUP), errors */
 	bm_view_catch_stop();
 	err = t.once || t.json ? snapshot(&t) : live(&t);
-	if (err)
+	if (err && t.vm.why[0])
+		bm_err("%s", t.vm.why);
+	else if (err)
 		bm_err("failed to %s: %s", t.failed ? t.failed : "show the effects",
 		       strerror(-err));
 	for (i = 0; i < t.n; i++)

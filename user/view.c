@@ -10,6 +10,7 @@
 
 #include "agent_cfg.h"
 #include "common.h"
+#include "preflight.h"
 #include "view.h"
 #include "window.h"
 
@@ -43,9 +44,16 @@ int bm_view_meter_attach(struct bm_view_meter *vm, const struct bm_cgroup *cg,
 	}
 	/* not the agent's (a standalone `burstmeter run`): meter it ourselves from now */
 	if (!vm->priv) {
+		err = bm_meter_preflight(vm->why, sizeof(vm->why));
+		if (err)
+			return err;
 		vm->priv = bm_loader__open(NULL);
-		if (!vm->priv)
-			return -errno;
+		if (!vm->priv) {
+			err = -errno;
+			snprintf(vm->why, sizeof(vm->why), "failed to load a meter: %s (-v shows why)",
+				 strerror(-err));
+			return err;
+		}
 		vm->priv_since_ns = bm_now_ns();
 	}
 	/* no thresholds: a view only reads; -EEXIST: registered already (a second look) */

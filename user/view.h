@@ -32,6 +32,7 @@ struct bm_view_meter {
 	struct bm_loader *priv;		/* the view's own, loaded on first need */
 	uint64_t priv_since_ns;		/* when it was loaded: no count of its is older */
 	char pin_dir[PATH_MAX];
+	char why[512];			/* why the private meter could not load, if it could not */
 };
 
 /*
