@@ -34,9 +34,14 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Wextra 
 
 BPF_NAMES := meter egress
 SKELS := $(patsubst %,$(O)/gen/%.skel.h,$(BPF_NAMES))
-LIB_SRCS := $(wildcard user/*.c)
-LIB_OBJS := $(patsubst user/%.c,$(O)/user/%.o,$(LIB_SRCS))
-LIB := $(O)/libburstmeter.a
+# The library's layers, lowest first (docs/DESIGN.md): each may call its own and those
+# before it. One archive each, linked highest first, so a call that goes up does not link;
+# `make check-layers` (part of check and test) names any such call or #include.
+LAYERS := base meter effect agent api views cli
+layer_objs = $(patsubst user/%.c,$(O)/user/%.o,$(wildcard user/$(1)/*.c))
+LIB_OBJS := $(foreach l,$(LAYERS),$(call layer_objs,$(l)))
+reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
+LIBS := $(foreach l,$(call reverse,$(LAYERS)),$(O)/lib/libbm-$(l).a)
 BIN := $(O)/burstmeter
 SHIM := $(O)/bm-shim
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
@@ -48,8 +53,9 @@ WORKLOADS := $(patsubst tests/workloads/%.c,$(O)/workloads/%,$(WORKLOAD_SRCS))
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all deps run check check-san check-integ test test-vm bench vmlinux install clean \
-	unit-bins integ-bins
+.SECONDEXPANSION:
+.PHONY: all deps run check check-layers check-san check-integ test test-vm bench vmlinux install \
+	clean unit-bins integ-bins
 
 all: $(BIN) $(SHIM) $(WORKLOADS)
 
@@ -67,24 +73,26 @@ $(O)/gen/%.skel.h: $(O)/bpf/%.bpf.o | $(O)/gen
 	$(Q)$(BPFTOOL) gen skeleton $< name bm_$*_bpf > $@
 
 # --- userspace: the skeletons are order-only for the first build; -MMD takes over after
-$(O)/user/%.o: user/%.c | $(SKELS) $(O)/user
+$(O)/user/%.o: user/%.c | $(SKELS)
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(BM_CFLAGS) -MMD -MP -c $< -o $@
 
-$(LIB): $(LIB_OBJS)
+$(O)/lib/libbm-%.a: $$(call layer_objs,$$*)
 	$(call msg,AR,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(O)/tools/%.o: tools/%.c | $(SKELS) $(O)/tools
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(BM_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BIN): $(O)/tools/burstmeter.o $(LIB)
+$(BIN): $(O)/tools/burstmeter.o $(LIBS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # what the spawner execs for each shim: static, libc only, so that it starts fast
-$(SHIM): $(O)/tools/bm-shim.o $(LIB)
+$(SHIM): $(O)/tools/bm-shim.o $(LIBS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $(if $(filter 1,$(SAN)),,-static) -o $@ $^
 
@@ -92,15 +100,15 @@ $(O)/workloads/%: tests/workloads/%.c | $(O)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -MMD -MP -o $@ $< -lpthread
 
-$(O)/tests/unit/%: tests/unit/%.c $(LIB) | $(O)/tests/unit
+$(O)/tests/unit/%: tests/unit/%.c $(LIBS) | $(O)/tests/unit
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(BM_CFLAGS) $(LDFLAGS) -MMD -MP -o $@ $< $(LIB) $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(CFLAGS) $(BM_CFLAGS) $(LDFLAGS) -MMD -MP -o $@ $< $(LIBS) $(LDLIBS) -lcmocka
 
-$(O)/tests/integration/%: tests/integration/%.c $(LIB) | $(O)/tests/integration
+$(O)/tests/integration/%: tests/integration/%.c $(LIBS) | $(O)/tests/integration
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(BM_CFLAGS) $(LDFLAGS) -MMD -MP -o $@ $< $(LIB) $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(CFLAGS) $(BM_CFLAGS) $(LDFLAGS) -MMD -MP -o $@ $< $(LIBS) $(LDLIBS) -lcmocka
 
-$(O)/bpf $(O)/gen $(O)/user $(O)/tools $(O)/workloads $(O)/tests/unit $(O)/tests/integration:
+$(O)/bpf $(O)/gen $(O)/tools $(O)/workloads $(O)/tests/unit $(O)/tests/integration:
 	$(Q)mkdir -p $@
 
 # --- the two commands of the README
@@ -118,15 +126,20 @@ run: deps
 unit-bins: $(UNIT_BINS)
 integ-bins: $(INTEG_BINS)
 
-# unit + ASan/UBSan unit + integration (root) + the 6.1 kernel under qemu
+# layers + unit + ASan/UBSan unit + integration (root) + the 6.1 kernel under qemu
 test: deps
 	$(Q)$(MAKE) --no-print-directory all unit-bins integ-bins
+	$(Q)$(MAKE) --no-print-directory check-layers
 	$(Q)$(MAKE) --no-print-directory O=$(O)/san SAN=1 unit-bins
 	$(Q)tests/run.sh $(O)
 
-check: unit-bins
+check: unit-bins check-layers
 	$(Q)$(MAKE) --no-print-directory O=$(O)/san SAN=1 unit-bins
 	$(Q)tests/run.sh $(O) unit san
+
+# calls go down only: no #include or symbol of a higher layer, no cycle between modules
+check-layers: $(LIB_OBJS)
+	$(Q)tools/check-layers.py $(O) $(LAYERS)
 
 check-integ: all integ-bins
 	$(Q)tests/run.sh $(O) integration
@@ -147,5 +160,5 @@ install: $(BIN) $(SHIM)
 clean:
 	rm -rf $(O)
 
--include $(wildcard $(O)/bpf/*.d $(O)/user/*.d $(O)/tools/*.d $(O)/workloads/*.d \
+-include $(wildcard $(O)/bpf/*.d $(O)/user/*/*.d $(O)/tools/*.d $(O)/workloads/*.d \
 	$(O)/tests/unit/*.d $(O)/tests/integration/*.d)

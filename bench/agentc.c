@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * bm-agentc: effects through the agent's API, timed from C (user/client.c,
+ * bm-agentc: effects through the agent's API, timed from C (user/cli/client.c,
  * the client the front ends use), so that the client's own cost is what a
  * real caller pays and not an interpreter's.
  *
@@ -36,8 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client.h"
-#include "common.h"
+#include "cli/client.h"
+#include "base/common.h"
 
 #define CALL_MS 30000
 

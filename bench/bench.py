@@ -1844,7 +1844,7 @@ def main():
     try:
         BM = Tmp.path("burstmeter")
         shutil.copy2(os.path.join(b, "burstmeter"), BM)
-        # the agent starts its shims from the bm-shim beside its binary (user/agent.c)
+        # the agent starts its shims from the bm-shim beside its binary (user/agent/agent.c)
         shutil.copy2(os.path.join(b, "bm-shim"), Tmp.path("bm-shim"))
         st = os.stat(BM)
         binary = (f"build/burstmeter of "

@@ -47,10 +47,10 @@ gcc $CFLAGS -I"$O" $(pkg-config --cflags libbpf 2>/dev/null) bench/empty.c -o "$
 gcc $CFLAGS bench/launch.c -o "$O/bm-launch"
 gcc $CFLAGS bench/memspike.c -o "$O/bm-memspike"
 gcc $CFLAGS bench/detect.c -o "$O/bm-detect" -lpthread
-# the agent's API from C, through the client the front ends use (user/client.c), with
+# the agent's API from C, through the client the front ends use (user/cli/client.c), with
 # the flags the top Makefile gives user/ (-Wno-unused-parameter)
 gcc $CFLAGS -Wno-unused-parameter -Iuser -Iinclude $(pkg-config --cflags jansson libbpf 2>/dev/null) bench/agentc.c \
-	user/client.c user/common.c -o "$O/bm-agentc" \
+	user/cli/client.c user/base/common.c -o "$O/bm-agentc" \
 	$(pkg-config --libs jansson libbpf 2>/dev/null || echo -ljansson -lbpf)
 for w in bm-sleeper bm-spike; do
 	[ -x "$B/workloads/$w" ] || { echo "bench: $B/workloads/$w is missing: run 'make all' first" >&2; exit 1; }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The egress allow-list's key, shared by bpf/egress.bpf.c and user/egress.c.
+ * The egress allow-list's key, shared by bpf/egress.bpf.c and user/effect/egress.c.
  * An LPM trie compares data from its first bit: the socket's cgroup id (all
  * 64 bits always in the prefix), then the destination as an IPv6 address
  * (IPv4 as ::ffff:a.b.c.d), so one trie serves every effect and family.

@@ -6,7 +6,7 @@
  * agent looks for it beside itself, and execs itself instead if it is not
  * there.
  */
-#include "spawner.h"
+#include "agent/spawner.h"
 
 int main(void)
 {

@@ -4,12 +4,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "common.h"
-#include "hist_cmd.h"
-#include "run.h"
-#include "spawner.h"
-#include "top.h"
+#include "cli/agent_cmds.h"
+#include "base/common.h"
+#include "views/hist.h"
+#include "cli/run.h"
+#include "agent/spawner.h"
+#include "views/top.h"
 
 #ifndef BM_VERSION
 #define BM_VERSION "0.1.0"

@@ -2,7 +2,7 @@
 /*
  * The histogram bucket of a window value. Plain C with no BPF helper, so
  * the unit tests compile this very function and hold it to the userspace
- * one (user/window.c) for every bit length.
+ * one (user/meter/window.c) for every bit length.
  */
 #ifndef BM_BUCKET_BPF_H
 #define BM_BUCKET_BPF_H

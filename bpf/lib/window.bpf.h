@@ -8,7 +8,7 @@
  * loop, and loops whose exits leave different ranges behind multiply into
  * millions of states. Flow slots close lazily when a newer window needs
  * them; a level closes the windows since its last event in one bulk add.
- * Windows no event touched are counted by userspace (user/window.c) from
+ * Windows no event touched are counted by userspace (user/meter/window.c) from
  * the effect's length, so an idle cgroup costs nothing.
  */
 #ifndef BM_WINDOW_BPF_H

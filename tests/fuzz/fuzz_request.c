@@ -10,7 +10,7 @@
  * Not built by the Makefile (it needs clang's libFuzzer runtime):
  *   mkdir -p build/fuzz && clang -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser \
  *     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
- *     tests/fuzz/fuzz_request.c user/request.c user/request_sandbox.c user/parse.c \
+ *     tests/fuzz/fuzz_request.c user/agent/request.c user/agent/request_sandbox.c user/base/parse.c \
  *     -ljansson -o build/fuzz/fuzz_request
  *   build/fuzz/fuzz_request -max_len=8192 -max_total_time=600 CORPUS_DIR
  */
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "request.h"
+#include "agent/request.h"
 
 #define CHECK(cond, ...)                                              \
 	do {                                                          \

@@ -11,7 +11,7 @@
 #define BM_AGENT_FX_H
 
 #include "runner.h"
-#include "client.h"
+#include "cli/client.h"
 
 /* How long the agent may take to answer, or to stop after a signal before SIGKILL. */
 #define AGENT_READY_MS 10000

@@ -34,7 +34,7 @@
 #include <time.h>
 
 #include "integ.h"
-#include "cgroup.h"
+#include "base/cgroup.h"
 
 #define MIB (1024.0 * 1024.0)
 /* A run that takes longer than this is hung: it is killed and fails. */

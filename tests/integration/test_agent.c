@@ -11,7 +11,7 @@
 
 #include "runner.h"
 #include "agent_fx.h"
-#include "common.h"
+#include "base/common.h"
 
 #define NOBODY 65534
 

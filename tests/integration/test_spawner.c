@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * user/spawner.c through the library: real shims, a real cgroup, /bin/true.
+ * user/agent/spawner.c through the library: real shims, a real cgroup, /bin/true.
  * The agent and its spawner talk over one socket both ways; the agent sends
  * launches while the spawner says which shims started and ended. When
  * thousands of effects end together while the agent is still sending, each
@@ -25,10 +25,10 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "common.h"
-#include "effect.h"
-#include "spawner.h"
+#include "base/cgroup.h"
+#include "base/common.h"
+#include "effect/exec.h"
+#include "agent/spawner.h"
 
 #include "integ.h"
 
@@ -260,7 +260,7 @@ int main(void)
 		fprintf(stderr, "test_spawner: cannot find our cgroup v2 directory: %s\n", strerror(-err));
 		return 1;
 	}
-	/* the agent's way (user/agent.c): bm-shim beside the binary, else forks of the spawner */
+	/* the agent's way (user/agent/agent.c): bm-shim beside the binary, else forks of the spawner */
 	snprintf(shim_exe, sizeof(shim_exe), "%s", bin);
 	slash = strrchr(shim_exe, '/');
 	snprintf(slash ? slash + 1 : shim_exe, sizeof(shim_exe) - (size_t)(slash ? slash + 1 - shim_exe : 0), "%s",

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * user/agent_index.c: the agent's effects by (tenant, id), by admission
+ * user/agent/index.c: the agent's effects by (tenant, id), by admission
  * number, by shim and by cgroup id, held to a plain scan. Deletion shifts entries back
  * (no tombstones), the part that is easy to get wrong: thousands of
  * effects come and go in a shuffled order, and after every step each one
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "agent.h"
+#include "agent/index.h"
 
 #define N 3000
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * user/cgroup.h bm_cgroup_env_detect(): where cgroup v2 is and which
+ * user/base/cgroup.h bm_cgroup_env_detect(): where cgroup v2 is and which
  * cgroup we are in, read from mountinfo and /proc/self/cgroup fixtures
  * (tests/fixtures/cgroup/) of the layouts burstmeter meets: this build
  * machine's hybrid, Debian's systemd hybrid, a pure v2 node, a container,
@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "cgroup.h"
+#include "base/cgroup.h"
 
 static void fixture(char *buf, size_t len, const char *name)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * user/export.h: /metrics text. A tiny registry is held to a golden text
+ * user/agent/export.h: /metrics text. A tiny registry is held to a golden text
  * written out below; bucket placement is checked against the log2 model
  * (bucket k holds [2^(k-1), 2^k)) by hand for CPU at 10 ms and exhaustively
  * for "never below the value"; realistic registries go through
@@ -22,8 +22,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "export.h"
-#include "window.h"
+#include "agent/export.h"
+#include "meter/window.h"
 
 #define W_NS 10000000ULL	/* the default 10 ms window */
 

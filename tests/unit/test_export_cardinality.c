@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * user/export.h, the acceptance test of its cardinality: 5,000 effects with
+ * user/agent/export.h, the acceptance test of its cardinality: 5,000 effects with
  * distinct ids, 50 tool kinds and 5 tenants, under max_tenants 3 and
  * max_tools 20, render exactly the series bound documented in export.c,
  *
@@ -31,7 +31,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "export.h"
+#include "agent/export.h"
 
 #define W_NS 10000000ULL	/* the default 10 ms window */
 #define MAX_TENANTS 3

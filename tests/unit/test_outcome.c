@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * user/outcome.h: the outcome is a contract (DESIGN.md, schema
+ * user/effect/outcome.h: the outcome is a contract (DESIGN.md, schema
  * burstmeter.outcome/v1) that harnesses parse, so the JSON is checked the
  * way they read it: dumped, parsed back, every field at its type and value.
  */
@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "outcome.h"
+#include "effect/outcome.h"
 
 #define MIB (1024ULL * 1024)
 #define W_NS 10000000ULL

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * user/parse.h: every string a user, a config file or an API request hands
+ * user/base/parse.h: every string a user, a config file or an API request hands
  * us goes through these five functions, so each accepted form is pinned to
  * its exact value and each malformed one to its exact error.
  */
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "parse.h"
+#include "base/parse.h"
 
 #define KIB 1024ULL
 #define MIB (KIB * KIB)

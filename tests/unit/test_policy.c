@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The ladder (user/policy.c) driven by synthetic samples and an explicit
+ * The ladder (user/effect/policy.c) driven by synthetic samples and an explicit
  * clock: hysteresis, cool-down, escalation, thaw, ceilings and timers.
  */
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "policy.h"
+#include "effect/policy.h"
 
 #define MS 1000000ULL
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Policy files (user/policy_yaml.c): what loads, how rules apply, and that
+ * Policy files (user/effect/policy_yaml.c): what loads, how rules apply, and that
  * every malformed document is refused with FILE:LINE:COLUMN pointing at
  * the offending node.
  */
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "policy_yaml.h"
+#include "effect/policy_yaml.h"
 
 static struct bm_policy p;
 static char err[512];

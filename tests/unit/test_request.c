@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * user/request.h: an execution request is checked completely before any
+ * user/agent/request.h: an execution request is checked completely before any
  * resource is used, so each rule is pinned here from both sides (the last
  * value accepted, the first refused), errors are checked by the field they
  * name, several at once, and the canonical form must parse back unchanged.
@@ -17,7 +17,8 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
-#include "request.h"
+#include "agent/request.h"
+#include "agent/request_field.h"
 
 #define MIB (1024ULL * 1024)
 #define GIB (MIB * 1024)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * user/run.h bm_run_parse_args(): input is validated before anything is
+ * user/cli/run_opts.h bm_run_parse_args(): input is validated before anything is
  * created, and a bad value gets one line on stderr naming the flag
  * (DESIGN.md). stdout and stderr are captured around every call so the
  * tests can hold the parser to that, and so --help does not mix into TAP.
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "run.h"
+#include "cli/run_opts.h"
 
 #define MIB (1024ULL * 1024)
 #define TIB (MIB * MIB)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * user/series.h: the timeline is a file people open in a browser or attach
+ * user/meter/series.h: the timeline is a file people open in a browser or attach
  * to a ticket, so every picture is held to two outside judges: xmllint (is
  * it XML at all, whatever the title held) and rsvg-convert (does a real SVG
  * renderer draw it). What the eye must see, a one-window spike among 20,000
@@ -21,7 +21,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "series.h"
+#include "meter/series.h"
+#include "views/timeline.h"
 
 #define W_NS 10000000ULL
 #define MIB (1024.0 * 1024)
@@ -56,7 +57,7 @@ static void render(const struct bm_timeline *t, struct out *o)
 	int fd;
 
 	assert_non_null(f);
-	assert_int_equal(bm_series_svg(f, t), 0);
+	assert_int_equal(bm_timeline_svg(f, t), 0);
 	assert_int_equal(fclose(f), 0);
 	assert_int_equal(strlen(o->text), len);	/* no NUL inside */
 	strcpy(o->svg, "/tmp/bm-series-XXXXXX.svg");
@@ -377,7 +378,7 @@ static void test_series_svg_bursts_render(void **state)
 static void test_series_svg_ramp_meets_its_ceiling(void **state)
 {
 	struct bm_series s = { .window_ns = W_NS };
-	struct bm_series_mark marks[] = { { 3000, "kill (memory_ceiling)" } };
+	struct bm_timeline_mark marks[] = { { 3000, "kill (memory_ceiling)" } };
 	struct bm_timeline t = { .title = "ramp", .s = &s, .marks = marks, .n_marks = 1 };
 	struct path_info p;
 	struct out o;
@@ -443,7 +444,7 @@ static void test_series_svg_downsampled_path_is_bounded(void **state)
 static void test_series_svg_empty_says_no_windows(void **state)
 {
 	struct bm_series s = { .window_ns = W_NS };
-	struct bm_series_mark m = { 10, "kill" };
+	struct bm_timeline_mark m = { 10, "kill" };
 	struct bm_timeline t = { .title = "nothing ran", .s = &s, .marks = &m, .n_marks = 1 };
 	struct out o;
 
@@ -463,7 +464,7 @@ static void test_series_svg_empty_says_no_windows(void **state)
 static void test_series_svg_escapes_hostile_text(void **state)
 {
 	struct bm_series s = { .window_ns = W_NS };
-	struct bm_series_mark marks[] = {
+	struct bm_timeline_mark marks[] = {
 		{ 50, "a]]>b <kill> & \"x\" 'y'" },
 		{ 150, "bad \xff\xc0\x80 utf8 \x01 ctl \xed\xa0\x80 surrogate" },
 		{ 250, NULL },
@@ -494,7 +495,7 @@ static void test_series_svg_escapes_hostile_text(void **state)
 static void test_series_svg_nonfinite_values_draw_as_zero(void **state)
 {
 	struct bm_series s = { .window_ns = W_NS };
-	struct bm_series_mark m = { NAN, "nowhen" };
+	struct bm_timeline_mark m = { NAN, "nowhen" };
 	struct bm_timeline t = { .title = "t", .s = &s, .marks = &m, .n_marks = 1 };
 	struct out o;
 	int d;
@@ -526,7 +527,7 @@ static void test_series_svg_staggers_close_labels(void **state)
 		"freeze (memory_ceiling)", "cancel (memory_ceiling)", "kill (memory_ceiling)",
 		"late action near the right edge",
 	};
-	struct bm_series_mark marks[] = { { 1010, lab[2] }, { 1000, lab[0] }, { 1005, lab[1] },
+	struct bm_timeline_mark marks[] = { { 1010, lab[2] }, { 1000, lab[0] }, { 1005, lab[1] },
 					  { 1990, lab[3] } };
 	struct bm_series s = { .window_ns = W_NS };
 	struct bm_timeline t = { .title = "actions", .s = &s, .marks = marks, .n_marks = 4 };
@@ -555,14 +556,14 @@ static void test_series_svg_reports_errors(void **state)
 	FILE *f;
 	int i;
 
-	assert_int_equal(bm_series_svg(NULL, &t), -EINVAL);
-	assert_int_equal(bm_series_svg(stdout, NULL), -EINVAL);
+	assert_int_equal(bm_timeline_svg(NULL, &t), -EINVAL);
+	assert_int_equal(bm_timeline_svg(stdout, NULL), -EINVAL);
 	f = fopen("/dev/full", "w");
 	if (!f)
 		skip();
 	for (i = 0; i < 100; i++)
 		push(&s, 1, MIB, 1, 0, 0);
-	assert_int_equal(bm_series_svg(f, &t), -ENOSPC);
+	assert_int_equal(bm_timeline_svg(f, &t), -ENOSPC);
 	fclose(f);
 	bm_series_free(&s);
 }
@@ -602,7 +603,7 @@ static void example_series(struct bm_series *s)
 
 static void test_series_svg_realistic_example(void **state)
 {
-	struct bm_series_mark marks[] = {
+	struct bm_timeline_mark marks[] = {
 		{ 5050, "freeze (memory_ceiling)" },
 		{ 5200, "cancel (memory_ceiling)" },
 		{ 5400, "kill (memory_ceiling)" },

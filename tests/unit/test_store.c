@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * user/store.h: the agent's memory across restarts. Every test gets a fresh
+ * user/agent/store.h: the agent's memory across restarts. Every test gets a fresh
  * directory under a mkdtemp() root and a store opened in it; files that are
  * not ours (random bytes, a truncated store, another app's database, a newer
  * or older schema) are written with raw SQLite, as they would be found.
@@ -22,7 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "store.h"
+#include "agent/store.h"
 
 #define REQ "{\"command\":[\"pytest\",\"-x\"],\"priority\":5}"
 #define OUTCOME(reason) \

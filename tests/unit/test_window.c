@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * user/window.h: closing what the kernel left open. The meters here are
+ * user/meter/window.h: closing what the kernel left open. The meters here are
  * built by hand in the states bpf/lib/window.bpf.h leaves behind (closed
  * windows in hist/wsum/peak, open flow slots per lane, the open level
  * window), so every expected figure follows from the model, not from a run.
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include <linux/types.h>
-#include "window.h"
+#include "meter/window.h"
 /* The kernel's own bucket function, compiled here to hold it to the userspace one. */
 #include "../../bpf/lib/bucket.bpf.h"
 

@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The agent's effects from their submission to their start: admission (a
+ * bounded queue in priority order, a per-tenant share, the node's own
+ * pressure), the start under a shim (or the attach of a caller's process),
+ * the spawner's answer, cancellation and an attached effect's exit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent/admit.h"
+#include "agent/backoff.h"
+#include "agent/finish.h"
+#include "agent/index.h"
+#include "agent/shim.h"
+#include "agent/watch.h"
+#include "base/common.h"
+#include "effect/policy_yaml.h"
+#include "effect/egress.h"
+#include "agent/spawner.h"
+
+static int grow(struct bm_agent *a)
+{
+	unsigned int cap = a->cap_eff ? 2 * a->cap_eff : 64;
+	struct ag_effect **p = realloc(a->eff, cap * sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	a->eff = p;
+	a->cap_eff = cap;
+	return 0;
+}
+
+static bool node_has_room(const struct bm_agent *a)
+{
+	char buf[4096], *p;
+	double avg10 = 0;
+	unsigned long long kb = 0;
+
+	if (bm_read_file(AT_FDCWD, "/proc/pressure/cpu", buf, sizeof(buf)) > 0 &&
+	    (p = strstr(buf, "avg10=")))
+		avg10 = atof(p + 6);
+	if (bm_read_file(AT_FDCWD, "/proc/meminfo", buf, sizeof(buf)) > 0 &&
+	    (p = strstr(buf, "MemAvailable:")))
+		kb = strtoull(p + 13, NULL, 10);
+	return avg10 <= a->cfg.admit_cpu_pressure && (!kb || kb * 1024 >= a->cfg.admit_mem_available);
+}
+
+static const char *const default_env[] = {
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/", "LANG=C.UTF-8", NULL,
+};
+
+/* Execution options from the request: who it runs as, and its sandbox. */
+static void exec_opts(const struct ag_effect *e, struct bm_exec *x, int log_fd, int null_fd)
+{
+	const struct bm_sandbox *sb = &e->req.sandbox;
+
+	memset(x, 0, sizeof(*x));
+	/* an effect inherits nothing of the agent's environment */
+	x->envp = e->req.env ? e->req.env : (char **)default_env;
+	x->cwd = e->req.cwd[0] ? e->req.cwd : "/";
+	x->stdio[0] = null_fd;
+	x->stdio[1] = x->stdio[2] = log_fd;
+	/* a tenant's effect never runs with more than the tenant: its own uid, or nobody */
+	x->set_ids = e->uid != 0 || sb->run_as_non_root;
+	x->uid = e->uid ? e->uid : 65534;
+	x->gid = e->uid ? e->gid : 65534;
+	x->drop_caps = sb->drop_all_capabilities;
+	x->no_new_privs = sb->drop_all_capabilities || x->set_ids;
+	x->new_netns = sb->network_policy == BM_NET_NONE;
+	x->ro_root = sb->read_only_root_fs;
+	x->tmpfs_bytes = sb->max_ephemeral_storage ? sb->max_ephemeral_storage : 64ULL << 20;
+}
+
+/* The command could not even start: it still gets an outcome and a final state, now. */
+static void start_failed(struct bm_agent *a, struct ag_effect *e, int exec_errno, const char *what, int err)
+{
+	if (exec_errno) {
+		bm_outcome_classify(&e->sup.out, 0, false, exec_errno);
+		e->sup.exec_errno = exec_errno;
+	} else {
+		bm_warn("failed to %s for %s/%s: %s", what, e->tenant, e->req.id, strerror(-err));
+		e->sup.out.reason = BM_REASON_METER_ERROR;
+		e->sup.out.by = "burstmeter";
+		e->sup.out.exit_code = -1;
+	}
+	e->sup.end_ns = e->sup.start_ns = bm_now_ns();
+	e->sup.phase = BM_SUP_DONE;
+	ag_finish_effect(a, e);
+}
+
+static int launch(struct bm_agent *a, struct ag_effect *e)
+{
+	char log[PATH_MAX];
+	struct bm_exec x;
+	const int *join;
+	int n, log_fd, null_fd, ret;
+	pid_t pid = 0;
+
+	if (snprintf(e->status_path, sizeof(e->status_path), "%s/run/%s.%s.status", a->cfg.state_dir,
+		     e->tenant, e->req.id) >= (int)sizeof(e->status_path) ||
+	    snprintf(log, sizeof(log), "%s/logs/%s.%s.log", a->cfg.state_dir, e->tenant, e->req.id) >=
+		    (int)sizeof(log))
+		return -ENAMETOOLONG;
+	log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	exec_opts(e, &x, log_fd, null_fd);
+	join = bm_ceilings_join_fds(&e->sup.ceil, &n);
+	ret = -EPIPE;
+	if (a->spawner) {
+		/* the fds went with the request: the answer comes later (ag_launched()) */
+		ret = bm_spawner__send(a->spawner, e->seq, e->sup.cg->dirfd, join, n, e->req.argv, &x,
+				       e->status_path);
+		e->launching = !ret;
+		if (ret == -EPIPE || ret == -ECONNRESET)
+			ag_spawner_gone(a);
+	}
+	if (!a->spawner) {
+		ret = bm_effect_shim(e->sup.cg->dirfd, join, n, e->req.argv, &x, e->status_path, &e->shim,
+				     &pid);
+		e->sup.child.pid = pid;
+	}
+	if (log_fd >= 0)
+		close(log_fd);
+	if (null_fd >= 0)
+		close(null_fd);
+	return ret;
+}
+
+/* Attach: move the caller's (paused) process and its v1 twins' membership into the effect. */
+static int attach(struct ag_effect *e)
+{
+	char pid[24];
+	const int *join;
+	int n, i, err;
+
+	snprintf(pid, sizeof(pid), "%d", (int)e->req.attach_pid);
+	err = bm_write_file(e->sup.cg->dirfd, "cgroup.procs", pid);
+	join = bm_ceilings_join_fds(&e->sup.ceil, &n);
+	for (i = 0; !err && i < n; i++)
+		if (join[i] >= 0 && write(join[i], pid, strlen(pid)) < 0)
+			err = -errno;
+	if (err)
+		return err;
+	/* not our child: its exit is seen, its status is the caller's */
+	e->shim.pidfd = (int)syscall(SYS_pidfd_open, e->req.attach_pid, 0);
+	e->sup.child.pid = e->req.attach_pid;
+	e->status_path[0] = '\0';
+	return e->shim.pidfd < 0 ? -errno : 0;
+}
+
+void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_opts *so)
+{
+	char err[512];
+
+	memset(so, 0, sizeof(*so));
+	so->id = e->req.id;
+	so->tenant = e->tenant;
+	so->intent = e->req.intent;
+	so->argv = e->req.argv;
+	so->window_ns = e->req.window_ns;
+	so->limits.cpu_milli = e->req.sandbox.cpu_limit_milli;
+	so->limits.memory_bytes = e->req.sandbox.memory_limit;
+	so->limits.pids = e->req.sandbox.pids_limit;
+	so->limits.timeout_ns = e->req.sandbox.timeout_ns;
+	so->shared_timers = true;
+	so->timers_moved = ag_timers_moved;
+	so->timers_ctx = (void *)e;
+	bm_policy_default(&so->policy);
+	/* the policy was checked when the agent started; a file changed since falls back */
+	if (a->cfg.policy[0] && bm_policy_load_file(a->cfg.policy, e->tenant, e->tool, &so->policy, err, sizeof(err))) {
+		bm_warn("policy for %s/%s: %s; using the default", e->tenant, e->req.id, err);
+		bm_policy_default(&so->policy);
+	}
+}
+
+/* Its network policy, where it restricts egress: before anything runs in the cgroup. */
+static int egress(struct bm_agent *a, struct ag_effect *e)
+{
+	const struct bm_sandbox *sb = &e->req.sandbox;
+	int ret;
+
+	if (sb->network_policy != BM_NET_EGRESS_RESTRICTED && sb->network_policy != BM_NET_EGRESS_ALLOW_LIST)
+		return 0;
+	ret = bm_egress__apply(a->egress, e->sup.cg->dirfd, e->sup.cg->id, sb->cidrs, sb->n_cidrs);
+	if (!ret)
+		e->egress_cgid = e->sup.cg->id;
+	return ret;
+}
+
+/* Its command runs: say so in the store, and watch its shim. */
+static void running(struct bm_agent *a, struct ag_effect *e)
+{
+	bm_store__set_runtime(a->store, e->tenant, e->req.id, e->sup.cg->path, e->shim.pid > 0 ? e->shim.pid : 0,
+			      0);
+	e->state = BM_ST_QUEUED;
+	ag_watch_effect(a, e);
+	ag_wake(a, e);
+	bm_store__transition(a->store, e->tenant, e->req.id, BM_ST_RUNNING, (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC));
+	e->state = BM_ST_RUNNING;
+}
+
+static void start(struct bm_agent *a, struct ag_effect *e)
+{
+	struct bm_sup_opts so;
+	int ret;
+
+	ag_started(a, e);
+	ag_sup_opts(a, e, &so);
+	ret = bm_sup__start(&e->sup, a->loader, &a->env, a->parent, &so);
+	if (ret)
+		return start_failed(a, e, 0, e->sup.failed_step, ret);
+	ag_set_cg(a, e);
+	ret = egress(a, e);
+	if (ret)
+		return start_failed(a, e, 0, "filter its egress", ret);
+	ret = e->req.mode == BM_REQ_ATTACH ? attach(e) : launch(a, e);
+	if (ret)
+		return start_failed(a, e, ret > 0 ? ret : 0, "start the command", ret);
+	if (!e->launching)
+		running(a, e);
+}
+
+void ag_launched(struct bm_agent *a, struct ag_effect *e, const struct bm_spawner_msg *m)
+{
+	e->launching = false;
+	/* they answer from the store, once this is done */
+	if (a->hooks.launched)
+		a->hooks.launched(a->hooks.ctx, e->seq);
+	if (m->ret)
+		return start_failed(a, e, m->ret > 0 ? m->ret : 0, "start the command", m->ret);
+	e->shim.pid = m->shim_pid;
+	ag_set_shim_id(a, e, m->shim_id);
+	/* its end would not be found (no memory to index it): watched here instead */
+	if (!e->shim_id)
+		e->shim.pidfd = (int)syscall(SYS_pidfd_open, e->shim.pid, 0);
+	e->sup.child.pid = m->effect_pid;
+	running(a, e);
+	if (e->cancel_pending)
+		ag_cancel(a, e);
+}
+
+void ag_schedule(struct bm_agent *a)
+{
+	struct ag_effect *best;
+	unsigned int i;
+
+	if (a->scheduling)
+		return;
+	a->scheduling = true;
+	while (a->queue.n && a->running < a->cfg.max_running && !a->stopping && node_has_room(a)) {
+		best = NULL;
+		for (i = 0; i < a->queue.n; i++) {
+			struct ag_effect *e = a->queue.v[i];
+
+			if (ag_tenant_count(a, e->tenant, 0) >= a->cfg.tenant_max_running)
+				continue;
+			if (!best || e->req.priority > best->req.priority ||
+			    (e->req.priority == best->req.priority && e->seq < best->seq))
+				best = e;
+		}
+		if (!best)
+			break;
+		start(a, best);
+	}
+	a->scheduling = false;
+}
+
+/* Is pid the caller's own descendant (and, for a non-root caller, of its uid)? */
+static bool owns(pid_t caller, uid_t uid, pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned int depth;
+	int ppid, owner;
+
+	for (depth = 0; pid > 1 && depth < 64; depth++) {
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+		if (bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+			return false;
+		p = strstr(buf, "\nUid:");
+		if (!p || sscanf(p + 5, "%d", &owner) != 1 || (uid && (uid_t)owner != uid))
+			return false;
+		p = strstr(buf, "\nPPid:");
+		if (!p || sscanf(p + 6, "%d", &ppid) != 1)
+			return false;
+		if (ppid == caller)
+			return true;
+		pid = ppid;
+	}
+	return false;
+}
+
+int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, uid_t uid, gid_t gid,
+	      pid_t caller, struct ag_effect **out, unsigned int *retry_after_s)
+{
+	struct bm_effect_row row = { 0 };
+	const char *tool = req->mode == BM_REQ_ATTACH ? "attach" : bm_policy_tool(req->argv[0]);
+	char own[BM_NAME_MAX + 1];
+	struct ag_effect *e;
+	uint64_t until;
+	json_t *canon;
+	int err;
+
+	/* tenant may point into *req, which is taken over (and zeroed) below */
+	snprintf(own, sizeof(own), "%s", tenant);
+	tenant = own;
+	*out = ag_find(a, tenant, req->id);
+	if (*out)
+		return -EEXIST;
+	if (!bm_store__get(a->store, tenant, req->id, &row)) {
+		bm_effect_row_clear(&row);
+		return -EEXIST;
+	}
+	until = ag_backoff_until(a, tenant, tool);
+	if (until) {
+		*retry_after_s = (unsigned int)((until - bm_now_ns()) / BM_NSEC_PER_SEC) + 1;
+		return -EBUSY;
+	}
+	if (req->mode == BM_REQ_ATTACH && !owns(caller, uid, req->attach_pid))
+		return -EPERM;
+	if (a->queue.n >= a->cfg.max_queued) {
+		*retry_after_s = 1;
+		return -EAGAIN;
+	}
+	e = calloc(1, sizeof(*e));
+	canon = bm_request_json(req);
+	row.request_json = canon ? json_dumps(canon, JSON_COMPACT) : NULL;
+	json_decref(canon);
+	if (!e || !row.request_json || (a->n_eff == a->cap_eff && grow(a)) || ag_index_reserve(a)) {
+		free(e);
+		free(row.request_json);
+		return -ENOMEM;
+	}
+	snprintf(row.id, sizeof(row.id), "%s", req->id);
+	snprintf(row.tenant, sizeof(row.tenant), "%s", tenant);
+	snprintf(row.tool, sizeof(row.tool), "%s", tool);
+	row.state = BM_ST_QUEUED;
+	row.priority = req->priority;
+	row.created_ms = row.updated_ms = (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC);
+	err = bm_store__insert(a->store, &row);
+	free(row.request_json);
+	if (err) {
+		free(e);
+		return err == -EEXIST ? -EEXIST : -EIO;
+	}
+	bm_sup__init(&e->sup);
+	e->shim.pidfd = -1;
+	e->req = *req;
+	memset(req, 0, sizeof(*req));
+	snprintf(e->tenant, sizeof(e->tenant), "%s", tenant);
+	snprintf(e->tool, sizeof(e->tool), "%s", tool);
+	e->uid = uid;
+	e->gid = gid;
+	e->seq = ++a->seq;
+	e->state = BM_ST_QUEUED;
+	e->agent = a;
+	/* reserved above: cannot fail */
+	(void)ag_index_add(a, e);
+	ag_queue_add(a, e);
+	a->eff[a->n_eff++] = e;
+	ag_schedule(a);
+	/* an effect that could not start has ended already: it is in the store, not here */
+	*out = ag_find(a, tenant, row.id);
+	return 0;
+}
+
+int ag_cancel(struct bm_agent *a, struct ag_effect *e)
+{
+	if (bm_state_final(e->state) || e->sup.phase > BM_SUP_RUNNING)
+		return -EALREADY;
+	if (!e->started) {
+		/* never started: it ends here, cancelled */
+		ag_started(a, e);
+		e->sup.cancelled = true;
+		e->sup.out.reason = BM_REASON_CANCELLED;
+		e->sup.out.by = "api";
+		e->sup.phase = BM_SUP_DONE;
+		ag_watch_effect(a, e);
+		return 0;
+	}
+	/* its command is being started: cancelled once it runs (ag_launched()) */
+	if (e->launching) {
+		e->cancel_pending = true;
+		return 0;
+	}
+	/* SIGTERM now, cgroup.kill after the policy's grace */
+	bm_sup__terminate(&e->sup, e->sup.o.policy.cancel_grace_ms * BM_NSEC_PER_MSEC);
+	return 0;
+}
+
+int ag_exit(struct bm_agent *a, struct ag_effect *e, int wait_status)
+{
+	(void)a;
+	if (e->req.mode != BM_REQ_ATTACH)
+		return -EINVAL;
+	if (e->sup.phase != BM_SUP_RUNNING)
+		return -EALREADY;
+	bm_sup__exited(&e->sup, wait_status);
+	return 0;
+}
+
+void ag_spawner_gone(struct bm_agent *a)
+{
+	struct bm_spawner_msg died = { .ret = -ECONNRESET };
+	unsigned int i;
+
+	bm_warn("the spawner is gone: the agent forks its shims itself from now on");
+	ag_unwatch(a, bm_spawner__fd(a->spawner));
+	bm_spawner__free(a->spawner);
+	a->spawner = NULL;
+	/* downward: a launch that fails here frees its effect, swapped for the last (seen already) */
+	for (i = a->n_eff; i-- > 0;) {
+		struct ag_effect *e;
+
+		if (i >= a->n_eff)
+			continue;
+		e = a->eff[i];
+		/* unanswered: whatever it started dies with its cgroup */
+		if (e->launching) {
+			ag_launched(a, e, &died);
+			continue;
+		}
+		if (!e->shim_id)
+			continue;
+		ag_set_shim_id(a, e, 0);
+		/* not ours to reap: gone already (ESRCH), or watched from here on */
+		e->shim.pidfd = (int)syscall(SYS_pidfd_open, e->shim.pid, 0);
+		if (e->shim.pidfd < 0)
+			ag_shim_ended(a, e);
+		else
+			ag_watch_effect(a, e);
+	}
+}

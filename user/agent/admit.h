@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* An effect from its submission to its start, its cancellation, and an attached one's exit. */
+#ifndef BM_AGENT_ADMIT_H
+#define BM_AGENT_ADMIT_H
+
+#include "agent/spawner.h"
+#include "agent/state.h"
+
+/*
+ * Take a validated request for tenant from its caller (uid, gid, pid).
+ * Returns 0 with the effect in *out (e->started: it runs, or is being
+ * launched; else it is queued; NULL: it could not start and has ended,
+ * its outcome is stored), or -errno:
+ *   -EEXIST  an effect with this id exists (*out: it, while it lives);
+ *   -EBUSY   its tool keeps hitting the same wall and backs off (*retry_after_s);
+ *   -EAGAIN  the queue is full (*retry_after_s);
+ *   -EPERM   attach of a process that is not the caller's descendant;
+ *   -ENOMEM, -EIO (the store failed).
+ * On 0 the request is taken over (and zeroed).
+ */
+int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, uid_t uid, gid_t gid,
+	      pid_t caller, struct ag_effect **out, unsigned int *retry_after_s);
+/* Cancel an effect (SIGTERM, then kill after the grace): 0, or -EALREADY (it has ended). */
+int ag_cancel(struct bm_agent *a, struct ag_effect *e);
+/* An attached effect's caller reports its exit (wait status): 0, -EALREADY or -EINVAL (not attached). */
+int ag_exit(struct bm_agent *a, struct ag_effect *e, int wait_status);
+/* Start queued effects while the node has room, in priority order. */
+void ag_schedule(struct bm_agent *a);
+/* The supervision options of an effect: its request's limits and the agent's policy. */
+void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_opts *so);
+/* The spawner's answer to e's launch: running, or failed to start (and then finished). */
+void ag_launched(struct bm_agent *a, struct ag_effect *e, const struct bm_spawner_msg *m);
+/* The spawner died: its shims are watched by pidfd from now on, and the agent forks its own. */
+void ag_spawner_gone(struct bm_agent *a);
+
+#endif /* BM_AGENT_ADMIT_H */

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/config.h"
+#include "bm_abi.h"
+#include "base/common.h"
+#include "base/yamldoc.h"
+
+#define CFG_MAX_BYTES (64 * 1024)
+
+void bm_agent_cfg_default(struct bm_agent_cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->socket, sizeof(c->socket), "%s", BM_AGENT_SOCKET);
+	c->socket_mode = 0660;
+	snprintf(c->state_dir, sizeof(c->state_dir), "%s", BM_AGENT_STATE_DIR);
+	snprintf(c->pin_dir, sizeof(c->pin_dir), "%s", BM_AGENT_PIN_DIR);
+	snprintf(c->metrics, sizeof(c->metrics), "%s", BM_AGENT_METRICS);
+	c->window_ns = BM_WINDOW_NS_DEFAULT;
+	/* a 2-core node runs a few effects at once; more would only queue in the run queue */
+	c->max_running = 64;
+	c->max_queued = 256;
+	c->tenant_max_running = 16;
+	c->admit_cpu_pressure = 80;
+	c->admit_mem_available = 256ULL << 20;
+	/* /metrics series <= 406 x (tenants + 1) x (tools + 1) + 9: 16 x 16 keeps it near 117k */
+	c->max_tools = 16;
+	c->max_metric_tenants = 16;
+}
+
+struct y_tenant {
+	char *uid, *tenant;
+};
+
+struct y_cfg {
+	char *socket, *socket_mode, *state_dir, *pin_dir, *metrics, *policy;
+	char *window_ms, *max_running, *max_queued, *tenant_max_running;
+	char *admit_cpu_pressure, *admit_mem_available, *max_tools, *max_metric_tenants;
+	struct y_tenant *tenants;
+	unsigned int tenants_count;
+};
+
+#define STR(name) CYAML_FIELD_STRING_PTR(#name, CYAML_FLAG_OPTIONAL, struct y_cfg, name, 0, PATH_MAX - 1)
+
+static const cyaml_schema_field_t tenant_fields[] = {
+	CYAML_FIELD_STRING_PTR("uid", CYAML_FLAG_DEFAULT, struct y_tenant, uid, 1, 16),
+	CYAML_FIELD_STRING_PTR("tenant", CYAML_FLAG_DEFAULT, struct y_tenant, tenant, 1, 64),
+	CYAML_FIELD_END,
+};
+
+static const cyaml_schema_value_t tenant_schema = {
+	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct y_tenant, tenant_fields),
+};
+
+static const cyaml_schema_field_t cfg_fields[] = {
+	STR(socket), STR(socket_mode), STR(state_dir), STR(pin_dir), STR(metrics), STR(policy),
+	STR(window_ms), STR(max_running), STR(max_queued), STR(tenant_max_running),
+	STR(admit_cpu_pressure), STR(admit_mem_available), STR(max_tools), STR(max_metric_tenants),
+	CYAML_FIELD_SEQUENCE("tenants", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL, struct y_cfg, tenants,
+			     &tenant_schema, 0, BM_AGENT_MAX_TENANTS),
+	CYAML_FIELD_END,
+};
+
+static const cyaml_schema_value_t cfg_schema = {
+	CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct y_cfg, cfg_fields),
+};
+
+struct ctx {
+	const char *text, *name;
+	size_t len;
+	char *err;
+	size_t errlen;
+};
+
+#define FAIL(x, key, ...)                                                                 \
+	bm_yaml_fail((x)->text, (x)->len, (x)->name, (const char *const[]){ key }, 1, (x)->err, \
+		     (x)->errlen, __VA_ARGS__)
+
+static int path_field(struct ctx *x, const char *key, const char *v, char *out, size_t len)
+{
+	if (!v)
+		return 0;
+	if ((*v && *v != '/') || strlen(v) >= len)
+		return FAIL(x, key, "invalid %s '%s': expected an absolute path", key, v);
+	snprintf(out, len, "%s", v);
+	return 0;
+}
+
+static int uint_field(struct ctx *x, const char *key, const char *v, uint64_t min, uint64_t max,
+		      unsigned int *out)
+{
+	uint64_t n;
+
+	if (!v)
+		return 0;
+	if (bm_parse_u64(v, min, max, &n))
+		return FAIL(x, key, "invalid %s '%s': expected an integer in %llu-%llu", key, v,
+			    (unsigned long long)min, (unsigned long long)max);
+	*out = (unsigned int)n;
+	return 0;
+}
+
+static int apply_tenants(struct ctx *x, const struct y_cfg *y, struct bm_agent_cfg *c)
+{
+	char idx[16];
+	uint64_t uid;
+	unsigned int i;
+
+	for (i = 0; i < y->tenants_count; i++) {
+		const struct y_tenant *t = &y->tenants[i];
+
+		snprintf(idx, sizeof(idx), "#%u", i);
+		if (bm_parse_u64(t->uid, 0, 4294967294ULL, &uid))
+			return bm_yaml_fail(x->text, x->len, x->name, (const char *const[]){ "tenants", idx, "uid" },
+					    3, x->err, x->errlen, "invalid tenants[%u].uid '%s'", i, t->uid);
+		if (!bm_valid_name(t->tenant))
+			return bm_yaml_fail(x->text, x->len, x->name,
+					    (const char *const[]){ "tenants", idx, "tenant" }, 3, x->err, x->errlen,
+					    "invalid tenants[%u].tenant '%s': expected [A-Za-z0-9._-], 1-64", i,
+					    t->tenant);
+		c->tenants[i].uid = (uid_t)uid;
+		snprintf(c->tenants[i].tenant, sizeof(c->tenants[i].tenant), "%s", t->tenant);
+	}
+	c->n_tenants = y->tenants_count;
+	return 0;
+}
+
+static int apply(struct ctx *x, const struct y_cfg *y, struct bm_agent_cfg *c)
+{
+	unsigned int window_ms = (unsigned int)(c->window_ns / BM_NSEC_PER_MSEC), mode = c->socket_mode;
+	unsigned int pressure = (unsigned int)c->admit_cpu_pressure;
+	int err = 0;
+	char *end;
+
+	err = err ?: path_field(x, "socket", y->socket, c->socket, sizeof(c->socket));
+	err = err ?: path_field(x, "state_dir", y->state_dir, c->state_dir, sizeof(c->state_dir));
+	err = err ?: path_field(x, "pin_dir", y->pin_dir, c->pin_dir, sizeof(c->pin_dir));
+	err = err ?: path_field(x, "policy", y->policy, c->policy, sizeof(c->policy));
+	if (!err && y->socket_mode) {
+		mode = (unsigned int)strtoul(y->socket_mode, &end, 8);
+		if (*end || end == y->socket_mode || mode > 0777)
+			err = FAIL(x, "socket_mode", "invalid socket_mode '%s': expected octal, e.g. 0660", y->socket_mode);
+		c->socket_mode = mode;
+	}
+	if (!err && y->metrics) {
+		if (strlen(y->metrics) >= sizeof(c->metrics) || (*y->metrics && !strchr(y->metrics, ':')))
+			err = FAIL(x, "metrics", "invalid metrics '%s': expected HOST:PORT or \"\"", y->metrics);
+		snprintf(c->metrics, sizeof(c->metrics), "%s", y->metrics);
+	}
+	err = err ?: uint_field(x, "window_ms", y->window_ms, 1, 1000, &window_ms);
+	err = err ?: uint_field(x, "max_running", y->max_running, 1, 100000, &c->max_running);
+	err = err ?: uint_field(x, "max_queued", y->max_queued, 0, 1000000, &c->max_queued);
+	err = err ?: uint_field(x, "tenant_max_running", y->tenant_max_running, 1, 100000, &c->tenant_max_running);
+	err = err ?: uint_field(x, "admit_cpu_pressure", y->admit_cpu_pressure, 1, 100, &pressure);
+	err = err ?: uint_field(x, "max_tools", y->max_tools, 1, 1000, &c->max_tools);
+	err = err ?: uint_field(x, "max_metric_tenants", y->max_metric_tenants, 1, 1000, &c->max_metric_tenants);
+	if (!err && y->admit_mem_available &&
+	    bm_parse_size(y->admit_mem_available, 0, 1ULL << 50, &c->admit_mem_available))
+		err = FAIL(x, "admit_mem_available", "invalid admit_mem_available '%s': expected a size, e.g. 256M",
+			   y->admit_mem_available);
+	c->window_ns = (uint64_t)window_ms * BM_NSEC_PER_MSEC;
+	c->admit_cpu_pressure = pressure;
+	return err ?: apply_tenants(x, y, c);
+}
+
+int bm_agent_cfg_load(struct bm_agent_cfg *c, const char *path, char *err, size_t errlen)
+{
+	struct ctx x = { .name = path, .err = err, .errlen = errlen };
+	struct y_cfg *y = NULL;
+	char *text;
+	int ret;
+
+	ret = bm_yaml_read(path, CFG_MAX_BYTES, &text, &x.len);
+	if (ret == -EFBIG) {
+		snprintf(err, errlen, "%s:1:1: larger than %d bytes", path, CFG_MAX_BYTES);
+		return -EINVAL;
+	}
+	if (ret)
+		return ret;
+	x.text = text;
+	ret = bm_yaml_load(text, x.len, path, &cfg_schema, (void **)&y, err, errlen);
+	/* an empty config file means the defaults */
+	if (!ret && y)
+		ret = apply(&x, y, c);
+	bm_yaml_free(&cfg_schema, y);
+	free(text);
+	return ret;
+}
+
+void bm_agent_cfg_tenant(const struct bm_agent_cfg *c, uid_t uid, char *out, size_t len)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->n_tenants; i++) {
+		if (c->tenants[i].uid == uid) {
+			snprintf(out, len, "%s", c->tenants[i].tenant);
+			return;
+		}
+	}
+	snprintf(out, len, "uid-%u", (unsigned int)uid);
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The node agent's configuration: YAML through libcyaml (unknown keys and
+ * malformed values are errors with FILE:LINE:COLUMN), defaults embedded,
+ * command-line flags over both.
+ */
+#ifndef BM_AGENT_CFG_H
+#define BM_AGENT_CFG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/parse.h"
+
+#define BM_AGENT_SOCKET "/run/burstmeter/api.sock"
+#define BM_AGENT_STATE_DIR "/var/lib/burstmeter"
+#define BM_AGENT_PIN_DIR "/sys/fs/bpf/burstmeter"
+/* Prometheus' port registry has 9100-9999 for exporters; 9477 is not taken there. */
+#define BM_AGENT_METRICS "127.0.0.1:9477"
+#define BM_AGENT_MAX_TENANTS 256
+
+struct bm_tenant_map {
+	uid_t uid;
+	char tenant[BM_NAME_MAX + 1];
+};
+
+struct bm_agent_cfg {
+	char socket[PATH_MAX];
+	mode_t socket_mode;
+	char state_dir[PATH_MAX];
+	char pin_dir[PATH_MAX];
+	char metrics[128];		/* host:port for /metrics over TCP; "" = off */
+	char policy[PATH_MAX];		/* policy file applied to every effect; "" = embedded */
+	uint64_t window_ns;
+	unsigned int max_running;	/* effects running at once on the node */
+	unsigned int max_queued;	/* beyond it: 429 */
+	unsigned int tenant_max_running;	/* a tenant's share of max_running */
+	double admit_cpu_pressure;	/* node PSI cpu some avg10 (%) above which nothing starts */
+	uint64_t admit_mem_available;	/* MemAvailable (bytes) below which nothing starts */
+	unsigned int max_tools;		/* tool kinds kept as /metrics labels before "other" */
+	unsigned int max_metric_tenants;	/* tenants kept as /metrics labels before "other" */
+	struct bm_tenant_map tenants[BM_AGENT_MAX_TENANTS];
+	unsigned int n_tenants;
+};
+
+void bm_agent_cfg_default(struct bm_agent_cfg *c);
+
+/* Load FILE over the defaults. Returns 0, -EINVAL (err: "FILE:LINE:COL: ...") or -errno. */
+int bm_agent_cfg_load(struct bm_agent_cfg *c, const char *path, char *err, size_t errlen);
+
+/* The tenant of a caller's uid: the mapping, else "uid-<uid>". */
+void bm_agent_cfg_tenant(const struct bm_agent_cfg *c, uid_t uid, char *out, size_t len);
+
+#endif /* BM_AGENT_CFG_H */

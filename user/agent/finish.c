@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * An effect's end: its outcome (with retry advice and backoff), the store,
+ * /metrics, its readers' last lines, its cgroups removed; then it is freed.
+ * And the states it goes through on the way, as the store and readers see.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/backoff.h"
+#include "agent/export.h"
+#include "agent/finish.h"
+#include "agent/index.h"
+#include "agent/sample.h"
+#include "agent/watch.h"
+#include "base/common.h"
+#include "effect/egress.h"
+
+/* Failures of one tool on one wall within this long back off its next submissions. */
+#define BACKOFF_WINDOW_MS (10 * 60 * 1000LL)
+#define BACKOFF_MAX_MS (10 * 60 * 1000ULL)
+
+static int64_t wall_ms(void)
+{
+	return (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC);
+}
+
+void ag_set_state(struct bm_agent *a, struct ag_effect *e, enum bm_state st)
+{
+	json_t *line;
+
+	if (e->state == st)
+		return;
+	e->state = st;
+	if (!bm_state_final(st))
+		bm_store__transition(a->store, e->tenant, e->req.id, st, wall_ms());
+	line = json_pack("{s:s, s:s, s:I}", "type", "state", "state", bm_state_name(st), "at_ms",
+			 (json_int_t)wall_ms());
+	ag_emit(a, e, line);
+}
+
+/* The ladder's current step, as a lifecycle state. */
+void ag_track_ladder(struct bm_agent *a, struct ag_effect *e)
+{
+	enum bm_state st = BM_ST_RUNNING;
+	json_t *line;
+
+	if (e->sup.act.frozen || (e->sup.act.duty && e->sup.act.duty_frozen && !e->sup.act.throttled))
+		st = BM_ST_FROZEN;
+	else if (e->sup.act.throttled)
+		st = BM_ST_THROTTLED;
+	if (e->state == BM_ST_RUNNING || e->state == BM_ST_THROTTLED || e->state == BM_ST_FROZEN)
+		ag_set_state(a, e, st);
+	while (e->actions_sent < e->sup.out.n_actions) {
+		const struct bm_action *x = &e->sup.out.actions[e->actions_sent++];
+
+		line = json_pack("{s:s, s:f, s:s, s:s, s:f, s:f}", "type", "action", "at_ms", x->at_ms, "action",
+				 x->action, "reason", x->reason, "observed", x->observed, "threshold", x->threshold);
+		ag_emit(a, e, line);
+		bm_export__action(a->exp, e->tenant, e->tool, x->action, x->reason);
+	}
+}
+
+/* Mirror of report.c's exit status: which final state an outcome is. */
+static enum bm_state final_state(const struct bm_outcome *o)
+{
+	switch (o->reason) {
+	case BM_REASON_COMPLETED:
+		return BM_ST_SUCCEEDED;
+	case BM_REASON_CANCELLED:
+		return BM_ST_CANCELLED;
+	case BM_REASON_DEADLINE:
+		return BM_ST_DEADLINE_EXCEEDED;
+	case BM_REASON_MEMORY_CEILING:
+	case BM_REASON_PIDS_CEILING:
+	case BM_REASON_CPU_CEILING:
+	case BM_REASON_NET_CEILING:
+		return BM_ST_KILLED;
+	default:
+		return BM_ST_FAILED;
+	}
+}
+
+void ag_free_effect(struct bm_agent *a, struct ag_effect *e)
+{
+	unsigned int i;
+
+	for (i = 0; i < a->n_eff; i++) {
+		if (a->eff[i] == e) {
+			a->eff[i] = a->eff[--a->n_eff];
+			break;
+		}
+	}
+	ag_index_del(a, e);
+	if (e->readers && a->hooks.gone)
+		a->hooks.gone(a->hooks.ctx, e);
+	e->readers = NULL;
+	bm_request_free(&e->req);
+	bm_series_free(&e->series);
+	free(e);
+}
+
+/* Its entries out of the egress filter's allow-list (the effect has ended). */
+static void egress_forget(struct bm_agent *a, struct ag_effect *e)
+{
+	if (!e->egress_cgid)
+		return;
+	bm_egress__forget(a->egress, e->egress_cgid, e->req.sandbox.cidrs, e->req.sandbox.n_cidrs);
+	e->egress_cgid = 0;
+}
+
+/* Before the outcome is stored: back off a tool that keeps hitting the same wall. */
+static void retry_backoff(struct bm_agent *a, struct ag_effect *e)
+{
+	struct bm_outcome *o = &e->sup.out;
+	unsigned int n = 0;
+	uint64_t after;
+	size_t len;
+
+	bm_outcome_retry(o);
+	if (o->reason == BM_REASON_COMPLETED || o->reason == BM_REASON_CANCELLED)
+		return;
+	if (bm_store__recent(a->store, e->tenant, e->tool, bm_reason_name(o->reason),
+			     (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC) - BACKOFF_WINDOW_MS, &n) || !n)
+		return;
+	/* 2 s, 4 s, 8 s ... for each earlier failure of this tool on this wall, up to 10 min */
+	after = 1000ULL << (n < 9 ? n : 9);
+	after = after > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : after;
+	o->retry_after_ms = after > o->retry_after_ms ? after : o->retry_after_ms;
+	len = strlen(o->advice);
+	snprintf(o->advice + len, sizeof(o->advice) - len, "%s%u earlier %s effect%s hit %s in the last 10 min: wait %.0f s",
+		 len ? "; " : "", n, e->tool, n == 1 ? "" : "s", bm_reason_name(o->reason), after / 1000.0);
+	if (ag_backoff_set(a, e->tenant, e->tool, bm_now_ns() + after * BM_NSEC_PER_MSEC))
+		bm_warn("no memory to back %s/%s off: its next submissions do not wait", e->tenant,
+			e->tool);
+}
+
+/* The ended effect's windows, peaks and reason into /metrics. */
+static void export_outcome(struct bm_agent *a, struct ag_effect *e)
+{
+	const struct bm_summary *s = e->sup.out.sum;
+	int d;
+
+	bm_export__ended(a->exp, e->tenant, e->tool, bm_reason_name(e->sup.out.reason));
+	for (d = 0; s && d < BM_DIM__MAX; d++) {
+		bm_export__windows(a->exp, e->tenant, e->tool, d, s->hist[d], s->window_ns, (double)s->wsum[d]);
+		bm_export__peak(a->exp, e->tenant, e->tool, d, bm_window_display(d, (double)s->peak[d], s->window_ns),
+				e->req.id);
+	}
+}
+
+/* The effect is done: outcome, store, metrics, streams; then forget it. */
+void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
+{
+	struct bm_outcome *o = &e->sup.out;
+	enum bm_state st;
+	char *text;
+	json_t *j;
+	int err;
+
+	ag_sample(a, e);
+	bm_sup__finish(&e->sup);
+	egress_forget(a, e);
+	ag_track_ladder(a, e);
+	retry_backoff(a, e);
+	j = bm_outcome_json(o);
+	if (j && bm_series_len(&e->series))
+		json_object_set_new(j, "timeline", ag_timeline_json(&e->series));
+	text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+	st = final_state(o);
+	err = text ? bm_store__finish(a->store, e->tenant, e->req.id, text, st, wall_ms()) : -ENOMEM;
+	if (err)
+		bm_err("failed to store the outcome of %s/%s: %s", e->tenant, e->req.id, strerror(-err));
+	export_outcome(a, e);
+	ag_set_state(a, e, st);
+	if (j)
+		ag_emit(a, e, json_pack("{s:s, s:O}", "type", "outcome", "outcome", j));
+	json_decref(j);
+	free(text);
+	ag_unwatch(a, e->shim.pidfd);
+	err = bm_sup__release(&e->sup);
+	if (err)
+		bm_err("failed to remove the cgroup of %s/%s: %s", e->tenant, e->req.id, strerror(-err));
+	if (e->shim.pidfd >= 0)
+		close(e->shim.pidfd);
+	unlink(e->status_path);
+	if (e->started)
+		a->running--;
+	ag_free_effect(a, e);
+	/* what freed room may start once this event is handled (agent.c) */
+	a->resched = true;
+}

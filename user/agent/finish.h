@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* An effect's states as the store and its readers see them, and its end. */
+#ifndef BM_AGENT_FINISH_H
+#define BM_AGENT_FINISH_H
+
+#include "agent/state.h"
+
+/* e is in st now: stored (unless final: ag_finish_effect() stores that) and told to readers. */
+void ag_set_state(struct bm_agent *a, struct ag_effect *e, enum bm_state st);
+/* The ladder's step as a state (running, throttled, frozen), and its new actions told. */
+void ag_track_ladder(struct bm_agent *a, struct ag_effect *e);
+/*
+ * The effect is done: outcome (retry advice, backoff), store, /metrics,
+ * readers, cgroups removed; then it is freed. Sets a->resched: what its
+ * end made room for starts once the current event is handled.
+ */
+void ag_finish_effect(struct bm_agent *a, struct ag_effect *e);
+/* Out of the registry and every index, its readers told, freed; nothing else (teardown). */
+void ag_free_effect(struct bm_agent *a, struct ag_effect *e);
+
+#endif /* BM_AGENT_FINISH_H */

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <sys/wait.h>
+
+#include "agent/index.h"
+#include "agent/shim.h"
+#include "agent/watch.h"
+#include "base/common.h"
+#include "effect/exec.h"
+
+/* A shim ended: the command's status is in its file (or lost, if the shim was killed). */
+void ag_shim_ended(struct bm_agent *a, struct ag_effect *e)
+{
+	siginfo_t si = { 0 };
+	int status = -1;
+
+	ag_set_shim_id(a, e, 0);
+	if (e->shim.pidfd >= 0) {
+		/* reaps it where it is ours (forked without a spawner) */
+		waitid(P_PIDFD, (id_t)e->shim.pidfd, &si, WEXITED | WNOHANG);
+		ag_unwatch(a, e->shim.pidfd);
+	}
+	if (e->req.mode == BM_REQ_ATTACH) {
+		/* its status is the caller's, who reaps it: give the caller a moment to say */
+		e->exit_wait_ns = bm_now_ns() + 2 * BM_NSEC_PER_SEC;
+		return;
+	}
+	if (bm_effect_shim_status(e->status_path, &status))
+		status = -1;
+	bm_sup__exited(&e->sup, status);
+}

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The agent's state: its effects and what it keeps of them, the indexes,
+ * the loop's fds, and the hooks the layer above (the API) registers. Types
+ * only: every module of user/agent/ reads them, each with a header of its
+ * own for its functions.
+ */
+#ifndef BM_AGENT_STATE_H
+#define BM_AGENT_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/config.h"
+#include "agent/request.h"
+#include "meter/series.h"
+#include "agent/store.h"
+#include "effect/sup.h"
+
+struct bm_agent;
+
+/* What an epoll event is about. */
+enum ag_kind { AG_SIGNAL, AG_RINGBUF, AG_TICK, AG_TIMERS, AG_SPAWNER, AG_EFF_SHIM, AG_HOOK };
+
+struct ag_tag {
+	enum ag_kind kind;
+	void *ptr;
+	void (*fn)(void *ptr);		/* AG_HOOK: called with ptr */
+};
+
+struct bm_egress;
+struct bm_spawner;
+struct bm_spawner_msg;
+
+struct ag_effect {
+	struct bm_sup sup;
+	struct bm_request req;
+	char tenant[BM_NAME_MAX + 1], tool[256];
+	enum bm_state state;
+	uint64_t seq;			/* admission order among equal priorities */
+	uid_t uid;
+	gid_t gid;
+	struct bm_child shim;		/* its pidfd: only where no spawner tells its end */
+	uint64_t shim_id;		/* the spawner's name for the shim, 0: none */
+	uint64_t cg_id;			/* its cgroup's id as indexed (events name it), 0: not */
+	bool cg_scan;			/* the index could not take it: found by a scan */
+	/* asked of the spawner, not answered yet (the answer is tagged with seq) */
+	bool launching, cancel_pending;
+	struct bm_agent *agent;
+	/* its place + 1 in a->queue, a->heap and a->awake (0: not there) */
+	unsigned int queue_i, heap_i, awake_i;
+	char status_path[PATH_MAX];
+	bool started;
+	uint64_t egress_cgid;		/* its allow-list is in the egress filter (0: none) */
+	uint64_t exit_wait_ns;		/* attached: the process is gone; its status may still come */
+	struct ag_tag t_shim;
+	struct bm_series series;	/* window by window, for streams and the timeline */
+	uint64_t series_next_win;	/* next window to record */
+	/*
+	 * At the last read no event had touched the open window: until one
+	 * does (its meter's slot in bm_moved), every window is idle_v, and the
+	 * meter is not read.
+	 */
+	bool idle;
+	uint32_t slot;
+	double idle_v[BM_DIM__MAX];
+	unsigned int actions_sent;	/* actions already streamed */
+	void *readers;			/* the layer above's readers of its lines; NULL: none */
+};
+
+/* At most this many effects' timers, or spawner messages, between two looks at everything else. */
+#define AG_SLICE 64
+
+/* The agent's tick: effects sampled (timelines, event streams), the queue looked at. */
+#define AG_TICK_NS (20 * BM_NSEC_PER_MSEC)
+/*
+ * At most this many meter reads per tick. When thousands of sleepers wake
+ * together (they all ended), reading them all in one tick held the loop
+ * for seconds: the ring buffer overflowed and /metrics waited. The rest
+ * are read in the ticks that follow; a meter's ring keeps BM_RING windows,
+ * 6 ticks past a read's due time.
+ */
+#define AG_TICK_READS 256
+
+/* Effects by a 64-bit key (agent_index.c). */
+struct ag_index {
+	uint64_t *key;
+	struct ag_effect **val;
+	size_t cap, n;
+};
+
+/* Effects in no order (or a heap's), each keeping its place + 1 in a field of its own. */
+struct ag_set {
+	struct ag_effect **v;
+	unsigned int n, cap;
+};
+
+struct ag_tenant_count {
+	char name[BM_NAME_MAX + 1];
+	unsigned int running;
+};
+
+/* A tool that keeps hitting the same wall: its tenant's next submissions wait until until_ns. */
+struct ag_backoff {
+	char tenant[BM_NAME_MAX + 1], tool[256];
+	uint64_t until_ns;
+};
+
+/*
+ * What the layer above asks to hear (every member may be NULL), so that
+ * the agent calls nothing above it: lines for an effect's readers, the end
+ * of an effect, launches answered, and the loop's sleep.
+ */
+struct ag_hooks {
+	void *ctx;
+	/* A line (a JSON object, not consumed) for e's readers; only while e->readers. */
+	void (*line)(void *ctx, struct ag_effect *e, json_t *line);
+	/* e is about to be freed: its readers end. */
+	void (*gone)(void *ctx, struct ag_effect *e);
+	/* The launch of the effect tagged seq is answered (running, or ended). */
+	void (*launched)(void *ctx, uint64_t seq);
+	/* Before the loop sleeps: how long it may (-1: forever); after it wakes: run what is due. */
+	int (*timeout_ms)(void *ctx);
+	void (*run)(void *ctx);
+};
+
+struct bm_agent {
+	struct bm_agent_cfg cfg;
+	struct bm_loader *loader;
+	struct bm_store *store;
+	struct bm_export *exp;
+	struct bm_spawner *spawner;	/* forks the shims; NULL: we fork them (slower) */
+	struct bm_egress *egress;	/* network_policy egress_*; NULL: such effects do not start */
+	struct bm_cgroup_env env;
+	char parent[PATH_MAX];
+	int epfd, sigfd, tick_fd;
+	/*
+	 * One timerfd for every effect's ladder and deadline (their timer_at
+	 * and deadline_at): an effect holds no timer fd of its own. Armed at
+	 * the earliest; timers_at is what it is armed at.
+	 */
+	int timers_fd;
+	uint64_t timers_at;
+	struct ag_effect **eff;
+	unsigned int n_eff, cap_eff, running;
+	struct ag_index by_name, by_seq, by_shim, by_cg;
+	unsigned int cg_unindexed;	/* metered effects by_cg could not take (no memory) */
+	struct ag_set queue;		/* not started yet: queue.n of them are queued */
+	/* effects whose ladder or deadline is due some time: a min-heap by the earliest */
+	struct ag_set heap;
+	/*
+	 * What the tick looks at: the running effects that are not idle; an
+	 * idle one waits in by_slot[] (its meter's slot) until the kernel marks
+	 * its slot in bm_moved, so a tick costs the awake ones and a scan of
+	 * the marks, however many sleep.
+	 */
+	struct ag_set awake;
+	unsigned int tick_next;		/* awake.v[] index the next tick reads down from */
+	struct ag_effect **by_slot;
+	struct ag_tenant_count *tenants;	/* started effects per tenant */
+	unsigned int n_tenants;
+	struct ag_backoff *backoffs;	/* grown as needed; expired ones are reused */
+	unsigned int n_backoffs;
+	uint64_t meter_reads;		/* by ag_sample(), for /metrics */
+	struct ag_hooks hooks;
+	uint64_t seq;
+	/* stopping: SIGTERM seen; scheduling: inside ag_schedule(); resched: an end freed room */
+	bool stopping, scheduling, resched;
+	struct ag_tag t_sig, t_rb, t_tick, t_timers, t_spawner;
+};
+
+
+#endif /* BM_AGENT_STATE_H */

@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The agent's state store on SQLite. WAL + synchronous=NORMAL: readers never block the
+ * writer, a crash loses at most the last commits. Triggers log every transition and keep
+ * final states final whoever writes, so each call is one atomic statement. migrations[N]
+ * takes version N to N+1 and sets user_version itself: no value is formatted into SQL.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/store.h"
+
+#define BUSY_TIMEOUT_MS 5000	/* outwaits another agent's migration, a CLI's checkpoint */
+
+#define FINALS "'succeeded', 'failed', 'cancelled', 'killed', 'deadline_exceeded')"
+#define STATES "('queued', 'running', 'throttled', 'frozen', " FINALS
+#define LOG "INSERT INTO transitions VALUES (NULL, NEW.tenant, NEW.id, NEW.state, "
+_Static_assert(BM_ST__MAX == 9, "a state was added: extend STATES (and migrate the CHECKs)");
+_Static_assert(BM_STORE_APPLICATION_ID == 1651340148, "migrations[0] sets it");
+
+static const char *const migrations[] = {
+	/* 0 -> 1: the first schema */
+	"CREATE TABLE effects (tenant TEXT NOT NULL, id TEXT NOT NULL, tool TEXT NOT NULL"
+	" CHECK (tool <> ''), state TEXT NOT NULL CHECK (state IN " STATES "), priority INTEGER"
+	" NOT NULL CHECK (priority BETWEEN 1 AND 10), created_ms INTEGER NOT NULL, updated_ms"
+	" INTEGER NOT NULL, cgroup TEXT NOT NULL DEFAULT '', pid INTEGER NOT NULL DEFAULT 0"
+	" CHECK (pid >= 0), pid_start INTEGER NOT NULL DEFAULT 0, request TEXT NOT NULL"
+	" CHECK (json_valid(request)), outcome TEXT CHECK (outcome IS NULL OR json_valid(outcome)),"
+	" PRIMARY KEY (tenant, id)) STRICT;"
+	"CREATE TABLE transitions (seq INTEGER PRIMARY KEY, tenant TEXT NOT NULL, id TEXT NOT NULL,"
+	" state TEXT NOT NULL CHECK (state IN " STATES "), at_ms INTEGER NOT NULL,"
+	" FOREIGN KEY (tenant, id) REFERENCES effects (tenant, id) ON DELETE CASCADE) STRICT;"
+	"CREATE INDEX transitions_by_effect ON transitions (tenant, id, seq);"
+	/* one per bm_store__list filter, each in its ORDER BY: no sort step */
+	"CREATE INDEX effects_by_created ON effects (created_ms DESC, id);"
+	"CREATE INDEX effects_by_tenant ON effects (tenant, created_ms DESC, id);"
+	"CREATE INDEX effects_by_state ON effects (state, created_ms DESC, id);"
+	"CREATE INDEX effects_by_tenant_state ON effects (tenant, state, created_ms DESC, id);"
+	"CREATE TRIGGER effects_first AFTER INSERT ON effects BEGIN " LOG "NEW.created_ms); END;"
+	"CREATE TRIGGER effects_moved AFTER UPDATE OF state ON effects"
+	" WHEN NEW.state <> OLD.state BEGIN " LOG "NEW.updated_ms); END;"
+	"CREATE TRIGGER effects_final BEFORE UPDATE ON effects WHEN OLD.state IN (" FINALS
+	" BEGIN SELECT RAISE(ABORT, 'the effect has ended'); END;"
+	"PRAGMA application_id = 1651340148; PRAGMA user_version = 1;",
+	/* 1 -> 2: bm_store__recent (retry backoff) counts by the outcome's termination.reason */
+	"CREATE INDEX effects_recent ON effects"
+	" (tenant, tool, json_extract(outcome, '$.termination.reason'), updated_ms);"
+	"PRAGMA user_version = 2;",
+};
+_Static_assert(sizeof(migrations) / sizeof(char *) == BM_STORE_SCHEMA_VERSION, "one per version");
+
+enum stmt_id {
+	S_INSERT, S_SET_STATE, S_SET_RUNTIME, S_GET, S_TRANSITIONS, S_RECENT,
+	S_LIST, S_LIST_TENANT, S_LIST_STATE, S_LIST_BOTH, S__MAX, /* S_LIST + tenant?1 + state?2 */
+};
+
+#define COLS "SELECT tenant, id, tool, state, priority, created_ms, updated_ms, cgroup, pid, " \
+	     "pid_start, request, outcome FROM effects"
+#define LIST(where) COLS where " ORDER BY created_ms DESC, id LIMIT ?3"
+
+static const char *const stmt_sql[S__MAX] = {
+	[S_INSERT] = "INSERT INTO effects (tenant, id, tool, state, priority, created_ms,"
+		     " updated_ms, cgroup, pid, pid_start, request)"
+		     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10)",
+	/* re-asserting the state (re-adoption after a restart) keeps updated_ms and logs nothing */
+	[S_SET_STATE] = "UPDATE effects SET state = ?3, updated_ms = iif(state = ?3, updated_ms,"
+			" ?4), outcome = coalesce(?5, outcome) WHERE tenant = ?1 AND id = ?2",
+	[S_SET_RUNTIME] = "UPDATE effects SET cgroup = ?3, pid = ?4, pid_start = ?5"
+			  " WHERE tenant = ?1 AND id = ?2",
+	[S_GET] = COLS " WHERE tenant = ?1 AND id = ?2",
+	[S_TRANSITIONS] = "SELECT state, at_ms FROM transitions WHERE tenant = ?1 AND id = ?2"
+			  " ORDER BY seq",
+	/* spelled as in effects_recent, or the index does not serve it */
+	[S_RECENT] = "SELECT count(*) FROM effects WHERE tenant = ?1 AND tool = ?2"
+		     " AND json_extract(outcome, '$.termination.reason') = ?3 AND updated_ms >= ?4",
+	[S_LIST] = LIST(""), [S_LIST_TENANT] = LIST(" WHERE tenant = ?1"),
+	[S_LIST_STATE] = LIST(" WHERE state = ?2"),
+	[S_LIST_BOTH] = LIST(" WHERE tenant = ?1 AND state = ?2"),
+};
+
+struct bm_store {
+	sqlite3 *db;
+	sqlite3_stmt *stmt[S__MAX];
+	struct bm_effect_row row;	/* lent to bm_store__list's fn: 4 KiB kept off the stack */
+	char *err;			/* bm_store__open's, while it runs */
+	size_t errlen;
+	char path[PATH_MAX];
+};
+
+static const char *const state_names[BM_ST__MAX] = {
+	"queued", "running", "throttled", "frozen", "succeeded", "failed", "cancelled", "killed",
+	"deadline_exceeded",	/* in enum bm_state's order */
+};
+
+const char *bm_state_name(enum bm_state s)
+{
+	return (unsigned int)s < BM_ST__MAX ? state_names[s] : "unknown";
+}
+
+int bm_state_parse(const char *name, enum bm_state *s)
+{
+	unsigned int i;
+
+	for (i = 0; name && i < BM_ST__MAX; i++)
+		if (!strcmp(name, state_names[i]))
+			break;
+	if (!name || i == BM_ST__MAX)
+		return -EINVAL;
+	*s = i;
+	return 0;
+}
+
+bool bm_state_final(enum bm_state s)
+{
+	return s >= BM_ST_SUCCEEDED && s < BM_ST__MAX;
+}
+
+void bm_effect_row_clear(struct bm_effect_row *row)
+{
+	if (!row)
+		return;
+	free(row->request_json);
+	free(row->outcome_json);
+	memset(row, 0, sizeof(*row));
+}
+
+static int sql_err(int rc)
+{
+	/* a constraint: a CHECK (JSON, priority), effects_final, or the primary key */
+	if ((rc & 0xff) == SQLITE_CONSTRAINT)
+		return rc == SQLITE_CONSTRAINT_PRIMARYKEY ? -EEXIST : -EINVAL;
+	rc &= 0xff;
+	return rc == SQLITE_BUSY ? -EBUSY : rc == SQLITE_NOMEM ? -ENOMEM :
+	       rc == SQLITE_FULL ? -ENOSPC : -EIO;
+}
+
+/* Step s to its end (rc: how binding its parameters went) and make it ready for reuse. */
+static int run_bound(sqlite3_stmt *s, int rc)
+{
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	/* bindings point into the caller's memory (SQLITE_STATIC): drop them */
+	sqlite3_clear_bindings(s);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : sql_err(rc);
+}
+
+/* SQLITE_STATIC: no copy, valid until run_bound() clears it */
+#define bind_text(s, i, v) sqlite3_bind_text((s), (i), (v), -1, SQLITE_STATIC)
+#define bind_i64(s, i, v) sqlite3_bind_int64((s), (i), (v))
+#define bind_key(s, tenant, id) (bind_text((s), 1, (tenant)) ?: bind_text((s), 2, (id)))
+
+/* Arrays must hold their NUL: bm_valid_name() would read past an unterminated one. */
+#define TERMINATED(a) (memchr((a), '\0', sizeof(a)) != NULL)
+
+int bm_store__insert(struct bm_store *st, const struct bm_effect_row *r)
+{
+	sqlite3_stmt *s;
+
+	if (!st || !r || !TERMINATED(r->tenant) || !TERMINATED(r->id) || !TERMINATED(r->tool) ||
+	    !TERMINATED(r->cgroup) || !bm_valid_name(r->tenant) || !bm_valid_name(r->id) ||
+	    (r->state != BM_ST_QUEUED && r->state != BM_ST_RUNNING))
+		return -EINVAL;
+	s = st->stmt[S_INSERT];
+	/* tool, priority, pid and the JSON fail a CHECK (-EINVAL), leaving nothing behind */
+	return run_bound(s, bind_key(s, r->tenant, r->id) ?: bind_text(s, 3, r->tool) ?:
+			   bind_text(s, 4, bm_state_name(r->state)) ?: bind_text(s, 7, r->cgroup) ?:
+			   bind_i64(s, 5, r->priority) ?: bind_i64(s, 6, r->created_ms) ?:
+			   bind_i64(s, 8, r->pid) ?: bind_i64(s, 9, (int64_t)r->pid_start) ?:
+			   bind_text(s, 10, r->request_json));
+}
+
+/* Copy a TEXT column into a fixed array; NULL or too long only from a hand-edited file. */
+static int col_copy(sqlite3_stmt *s, int col, char *dst, size_t size)
+{
+	const char *v = (const char *)sqlite3_column_text(s, col);
+
+	return v && snprintf(dst, size, "%s", v) < (int)size ? 0 : -EIO;
+}
+
+/* Fill r from a COLS result; the JSON is copied if own, else lent until the next step. */
+static int fill_row(sqlite3_stmt *s, struct bm_effect_row *r, bool own)
+{
+	const char *req = (const char *)sqlite3_column_text(s, 10);
+	const char *out = (const char *)sqlite3_column_text(s, 11);
+
+	memset(r, 0, sizeof(*r));
+	if (!req || col_copy(s, 0, r->tenant, sizeof(r->tenant)) ||
+	    col_copy(s, 1, r->id, sizeof(r->id)) || col_copy(s, 2, r->tool, sizeof(r->tool)) ||
+	    col_copy(s, 7, r->cgroup, sizeof(r->cgroup)) ||
+	    bm_state_parse((const char *)sqlite3_column_text(s, 3), &r->state))
+		return -EIO;
+	r->priority = sqlite3_column_int(s, 4);
+	r->created_ms = sqlite3_column_int64(s, 5);
+	r->updated_ms = sqlite3_column_int64(s, 6);
+	r->pid = sqlite3_column_int64(s, 8);
+	r->pid_start = (uint64_t)sqlite3_column_int64(s, 9);
+	r->request_json = own ? strdup(req) : (char *)req;
+	r->outcome_json = own && out ? strdup(out) : (char *)out;
+	if (own && (!r->request_json || (out && !r->outcome_json))) {
+		bm_effect_row_clear(r);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int bm_store__get(struct bm_store *st, const char *tenant, const char *id,
+		  struct bm_effect_row *out)
+{
+	sqlite3_stmt *s;
+	int ret, rc;
+
+	if (out)
+		memset(out, 0, sizeof(*out));
+	if (!st || !tenant || !id || !out)
+		return -EINVAL;
+	s = st->stmt[S_GET];
+	rc = bind_key(s, tenant, id) ?: sqlite3_step(s);
+	ret = rc == SQLITE_ROW ? fill_row(s, out, true) : rc == SQLITE_DONE ? -ENOENT : sql_err(rc);
+	run_bound(s, SQLITE_DONE);
+	return ret;
+}
+
+/* transition and finish; outcome NULL keeps the stored one */
+static int set_state(struct bm_store *st, const char *tenant, const char *id, enum bm_state to,
+		     int64_t at_ms, const char *outcome)
+{
+	sqlite3_stmt *s;
+
+	if (!st || !tenant || !id || (unsigned int)to >= BM_ST__MAX)
+		return -EINVAL;
+	s = st->stmt[S_SET_STATE];
+	/* effects_final refuses to touch an ended effect: -EINVAL */
+	return run_bound(s, bind_key(s, tenant, id) ?: bind_text(s, 3, bm_state_name(to)) ?:
+			    bind_i64(s, 4, at_ms) ?: bind_text(s, 5, outcome)) ?:
+	       sqlite3_changes(st->db) ? 0 : -ENOENT;
+}
+
+int bm_store__transition(struct bm_store *st, const char *tenant, const char *id, enum bm_state to,
+			 int64_t at_ms)
+{
+	return set_state(st, tenant, id, to, at_ms, NULL);
+}
+
+int bm_store__finish(struct bm_store *st, const char *tenant, const char *id,
+		     const char *outcome_json, enum bm_state final, int64_t at_ms)
+{
+	if (!outcome_json || !bm_state_final(final))
+		return -EINVAL;
+	return set_state(st, tenant, id, final, at_ms, outcome_json);
+}
+
+int bm_store__set_runtime(struct bm_store *st, const char *tenant, const char *id,
+			  const char *cgroup, int64_t pid, uint64_t pid_start)
+{
+	sqlite3_stmt *s;
+
+	if (!st || !tenant || !id || !cgroup || strlen(cgroup) >= PATH_MAX)
+		return -EINVAL;
+	s = st->stmt[S_SET_RUNTIME];
+	/* an ended effect runs nowhere: effects_final refuses, so re-adoption never finds it */
+	return run_bound(s, bind_key(s, tenant, id) ?: bind_text(s, 3, cgroup) ?:
+			    bind_i64(s, 4, pid) ?: bind_i64(s, 5, (int64_t)pid_start)) ?:
+	       sqlite3_changes(st->db) ? 0 : -ENOENT;
+}
+
+int bm_store__list(struct bm_store *st, const char *tenant, int state, unsigned int limit,
+		   bm_row_fn fn, void *ctx)
+{
+	sqlite3_stmt *s;
+	int ret = 0, rc;
+
+	if (!st || !fn || state < -1 || state >= BM_ST__MAX)
+		return -EINVAL;
+	s = st->stmt[S_LIST + (tenant ? 1 : 0) + (state >= 0 ? 2 : 0)];
+	/* a nested walk would reset this one under its caller, which would start over */
+	if (sqlite3_stmt_busy(s))
+		return -EBUSY;
+	rc = bind_text(s, 1, tenant) ?: bind_text(s, 2, state >= 0 ? bm_state_name(state) : NULL) ?:
+	     bind_i64(s, 3, limit);
+	for (; rc == SQLITE_OK && !ret && (rc = sqlite3_step(s)) == SQLITE_ROW; rc = SQLITE_OK)
+		ret = fill_row(s, &st->row, false) ?: fn(&st->row, ctx);
+	/* rc is SQLITE_OK here only if fn (or a row) stopped the walk */
+	rc = run_bound(s, rc ?: SQLITE_DONE);
+	return ret ?: rc;
+}
+
+int bm_store__transitions(struct bm_store *st, const char *tenant, const char *id,
+			  bm_transition_fn fn, void *ctx)
+{
+	enum bm_state to;
+	sqlite3_stmt *s;
+	int ret = 0, rc, n = 0;
+
+	if (!st || !tenant || !id || !fn)
+		return -EINVAL;
+	s = st->stmt[S_TRANSITIONS];
+	if (sqlite3_stmt_busy(s))
+		return -EBUSY;
+	rc = bind_key(s, tenant, id);
+	for (; rc == SQLITE_OK && !ret && (rc = sqlite3_step(s)) == SQLITE_ROW; rc = SQLITE_OK, n++)
+		ret = bm_state_parse((const char *)sqlite3_column_text(s, 0), &to) ? -EIO :
+		      fn(to, sqlite3_column_int64(s, 1), ctx);
+	rc = run_bound(s, rc ?: SQLITE_DONE);
+	/* effects_first logs every effect's first state: none means no such effect (here) */
+	return ret ?: rc ?: n ? 0 : -ENOENT;
+}
+
+int bm_store__recent(struct bm_store *st, const char *tenant, const char *tool, const char *reason,
+		     int64_t since_ms, unsigned int *count)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (!st || !tenant || !tool || !reason || !count)
+		return -EINVAL;
+	s = st->stmt[S_RECENT];
+	/* an ended effect's updated_ms is its end: effects_final keeps it */
+	rc = bind_key(s, tenant, tool) ?: bind_text(s, 3, reason) ?:
+	     bind_i64(s, 4, since_ms) ?: sqlite3_step(s);
+	*count = rc == SQLITE_ROW ? (unsigned int)sqlite3_column_int64(s, 0) : 0;
+	return run_bound(s, rc);
+}
+
+/* bm_store__open's err: "PATH: what", one line (paths and SQLite messages may hold newlines). */
+static int __attribute__((format(printf, 3, 4)))
+fail(struct bm_store *st, int ret, const char *fmt, ...)
+{
+	char msg[512], *p;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (st->err)
+		snprintf(st->err, st->errlen, "%s: %s", st->path, msg);
+	while (st->err && (p = strpbrk(st->err, "\r\n")))
+		*p = ' ';
+	return ret;
+}
+
+/* SQLite failed on the file: a foreign or broken file is -EINVAL, the rest as sql_err(). */
+static int sql_fail(struct bm_store *st, int rc, const char *what)
+{
+	if ((rc & 0xff) == SQLITE_NOTADB)
+		return fail(st, -EINVAL, "not an SQLite database");
+	if ((rc & 0xff) == SQLITE_CORRUPT)
+		return fail(st, -EINVAL, "database is corrupt: %s", sqlite3_errmsg(st->db));
+	return fail(st, sql_err(rc), "%s: %s", what, sqlite3_errmsg(st->db));
+}
+
+/* Run one statement of open; its first row's first column goes to num and/or str. */
+static int query(struct bm_store *st, const char *sql, int64_t *num, char *str, size_t size)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) ?: sqlite3_step(s);
+
+	if (rc == SQLITE_ROW && num)
+		*num = sqlite3_column_int64(s, 0);
+	if (rc == SQLITE_ROW && str)
+		snprintf(str, size, "%s", (const char *)sqlite3_column_text(s, 0) ?: "");
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sql_fail(st, rc, sql);
+}
+
+/* Fresh (empty), ours, or not ours? *version (0 on entry): where to migrate from. */
+static int check_format(struct bm_store *st, int64_t *version)
+{
+	int64_t app = 0, objects = 0;
+	int ret = query(st, "PRAGMA application_id", &app, NULL, 0) ?:
+		  query(st, "PRAGMA user_version", version, NULL, 0) ?:
+		  query(st, "SELECT count(*) FROM sqlite_schema", &objects, NULL, 0);
+
+	if (ret || (!app && !*version && !objects))
+		return ret;
+	if (app != BM_STORE_APPLICATION_ID || *version < 1)
+		return fail(st, -EINVAL, "not a burstmeter store (application_id %lld, user_version"
+			    " %lld), not touching it", (long long)app, (long long)*version);
+	if (*version > BM_STORE_SCHEMA_VERSION)
+		return fail(st, -EPROTO, "schema version %lld is newer than this burstmeter (%d)",
+			    (long long)*version, BM_STORE_SCHEMA_VERSION);
+	return 0;
+}
+
+/* From version v, foreign keys off as SQLite's ALTER TABLE recipe says: no cascades. */
+static int migrate(struct bm_store *st, int64_t v)
+{
+	char bad[128] = "";
+	int ret = 0, rc;
+
+	for (; !ret && v < BM_STORE_SCHEMA_VERSION; v++) {
+		rc = sqlite3_exec(st->db, migrations[v], NULL, NULL, NULL);
+		if (rc)
+			ret = sql_fail(st, rc, v ? "migration failed" : "cannot create the schema");
+	}
+	ret = ret ?: query(st, "PRAGMA foreign_key_check", NULL, bad, sizeof(bad));
+	return ret ?: bad[0] ? fail(st, -EINVAL, "migration breaks foreign keys in %s", bad) : 0;
+}
+
+/*
+ * Everything that reads the format or migrates it runs under the write lock
+ * (another agent may be migrating the same file) and before journal_mode=WAL,
+ * which rewrites the header: a refused file stays byte for byte as it was.
+ */
+static int setup(struct bm_store *st)
+{
+	char res[256] = "";
+	int64_t version = 0;
+	int ret, i;
+
+	ret = query(st, "BEGIN IMMEDIATE", NULL, NULL, 0) ?: check_format(st, &version) ?:
+	      /* corruption found now is one clear refusal, later an -EIO mid-effect: ~1 s/100 MB */
+	      query(st, "PRAGMA quick_check(1)", NULL, res, sizeof(res));
+	if (!ret && strcmp(res, "ok"))
+		ret = fail(st, -EINVAL, "database is corrupt: %s", res);
+	/* on failure, bm_store__free's close rolls the transaction back */
+	ret = ret ?: migrate(st, version) ?: query(st, "COMMIT", NULL, NULL, 0) ?:
+	      query(st, "PRAGMA journal_mode = WAL", NULL, res, sizeof(res));
+	if (!ret && strcmp(res, "wal"))
+		ret = fail(st, -EIO, "cannot use WAL (journal mode stays %s)", res);
+	ret = ret ?: query(st, "PRAGMA synchronous = NORMAL", NULL, NULL, 0) ?:
+	      query(st, "PRAGMA foreign_keys = ON", NULL, NULL, 0);
+	for (i = 0; !ret && i < S__MAX; i++) {
+		ret = sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+					 &st->stmt[i], NULL);
+		if (ret)
+			ret = sql_fail(st, ret, "schema does not match this burstmeter");
+	}
+	return ret;
+}
+
+/* dir is created 0700 and state.db 0600: they hold every tenant's requests. */
+static int create_file(struct bm_store *st, const char *dir)
+{
+	int fd;
+
+	if (!dir || !*dir)
+		return fail(st, -EINVAL, "no state directory given");
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return fail(st, -errno, "cannot create the state directory: %s", strerror(errno));
+	if ((size_t)snprintf(st->path, sizeof(st->path), "%s/state.db", dir) >= sizeof(st->path))
+		return fail(st, -ENAMETOOLONG, "path too long");
+	/* SQLite would create it 0644; its -wal and -shm copy the file's mode */
+	fd = open(st->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return fail(st, -errno, "cannot open: %s", strerror(errno));
+	close(fd);
+	return 0;
+}
+
+struct bm_store *bm_store__open(const char *dir, char *err, size_t errlen)
+{
+	struct bm_store *st = calloc(1, sizeof(*st));
+	int ret, rc;
+
+	if (err && errlen)
+		snprintf(err, errlen, "%s", st ? "" : strerror(ENOMEM));
+	if (!st)
+		return NULL;
+	st->err = errlen ? err : NULL;
+	st->errlen = errlen;
+	snprintf(st->path, sizeof(st->path), "%s", dir ?: "(null)");
+	ret = create_file(st, dir);
+	rc = ret ? SQLITE_OK : sqlite3_open_v2(st->path, &st->db, SQLITE_OPEN_READWRITE |
+					       SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, NULL);
+	if (rc)
+		ret = sql_fail(st, rc, "cannot open");
+	if (!ret) {
+		sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
+		/* no statement may corrupt the file on purpose (writable_schema & co.) */
+		sqlite3_db_config(st->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+		ret = setup(st);
+	}
+	st->err = NULL;
+	if (!ret)
+		return st;
+	bm_store__free(st);
+	errno = -ret;
+	return NULL;
+}
+
+void bm_store__free(struct bm_store *st)
+{
+	int i;
+
+	if (!st)
+		return;
+	for (i = 0; i < S__MAX; i++)
+		sqlite3_finalize(st->stmt[i]);
+	/* the last connection's close checkpoints the WAL into state.db */
+	sqlite3_close_v2(st->db);
+	free(st);
+}

@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/cgroup.h"
+#include "base/common.h"
+
+static const char *const v1_names[BM_V1__MAX] = { "memory", "pids", "cpu" };
+
+/* Undo mountinfo's octal escapes (\040 is a space) in place. */
+static void unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = '\0';
+}
+
+/* Is name one of the comma-separated words in list? */
+static bool has_word(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = list;
+
+	while ((p = strstr(p, name))) {
+		if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+			return true;
+		p += n;
+	}
+	return false;
+}
+
+/* The path of dir inside a mount whose root is mroot: "/a/b" under root "/a" is "/b". */
+static int strip_root(const char *mroot, const char *path, char *out, size_t len)
+{
+	size_t n = strlen(mroot);
+
+	if (!strcmp(mroot, "/"))
+		n = 0;
+	else if (strncmp(path, mroot, n) || (path[n] != '/' && path[n] != '\0'))
+		return -EINVAL;	/* our cgroup is outside what is mounted */
+	snprintf(out, len, "%s", path[n] ? path + n : "/");
+	return 0;
+}
+
+static int parse_mountinfo(const char *file, struct bm_cgroup_env *env, char v2_root[PATH_MAX],
+			   char v1_root[BM_V1__MAX][PATH_MAX])
+{
+	char line[4096], root[PATH_MAX], mnt[PATH_MAX], fstype[64], opts[1024];
+	FILE *f = fopen(file, "re");
+	int i;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - ");
+
+		if (!sep || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 ||
+		    sscanf(sep + 3, "%63s %*s %1023s", fstype, opts) != 2)
+			continue;
+		unescape(root);
+		unescape(mnt);
+		if (!strcmp(fstype, "cgroup2") && !env->v2_mount[0]) {
+			snprintf(env->v2_mount, sizeof(env->v2_mount), "%s", mnt);
+			snprintf(v2_root, PATH_MAX, "%s", root);
+		} else if (!strcmp(fstype, "cgroup")) {
+			for (i = 0; i < BM_V1__MAX; i++) {
+				if (has_word(opts, v1_names[i]) && !env->v1_mount[i][0]) {
+					snprintf(env->v1_mount[i], PATH_MAX, "%s", mnt);
+					snprintf(v1_root[i], PATH_MAX, "%s", root);
+				}
+			}
+		}
+	}
+	fclose(f);
+	return env->v2_mount[0] ? 0 : -ENOENT;
+}
+
+int bm_cgroup_env_detect(const char *mountinfo, const char *self_cgroup, struct bm_cgroup_env *env)
+{
+	char v2_root[PATH_MAX] = "", v1_root[BM_V1__MAX][PATH_MAX] = { "" };
+	char line[4096], ctrls[512], path[PATH_MAX];
+	bool have_v2 = false;
+	FILE *f;
+	int err, i;
+
+	memset(env, 0, sizeof(*env));
+	err = parse_mountinfo(mountinfo, env, v2_root, v1_root);
+	if (err)
+		return err;
+	f = fopen(self_cgroup, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char *c1, *c2;
+
+		/* "ID:CONTROLLERS:PATH"; the path is the rest of the line, spaces and all */
+		line[strcspn(line, "\n")] = '\0';
+		c1 = strchr(line, ':');
+		c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2 || c2[1] != '/' || c1 == line || strspn(line, "0123456789") != (size_t)(c1 - line))
+			continue;
+		snprintf(ctrls, sizeof(ctrls), "%.*s", (int)(c2 - c1 - 1), c1 + 1);
+		snprintf(path, sizeof(path), "%s", c2 + 1);
+		if (!ctrls[0]) {
+			err = strip_root(v2_root, path, env->v2_self, sizeof(env->v2_self));
+			have_v2 = !err;
+			continue;
+		}
+		for (i = 0; i < BM_V1__MAX; i++)
+			if (env->v1_mount[i][0] && has_word(ctrls, v1_names[i]) &&
+			    strip_root(v1_root[i], path, env->v1_self[i], PATH_MAX))
+				env->v1_mount[i][0] = '\0';
+	}
+	fclose(f);
+	if (!have_v2)
+		return -EINVAL;
+	env->mode = BM_CG_V2;
+	for (i = 0; i < BM_V1__MAX; i++)
+		if (env->v1_mount[i][0])
+			env->mode = BM_CG_HYBRID;
+	return 0;
+}
+
+int bm_cgroup_env_self_dir(const struct bm_cgroup_env *env, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s%s", env->v2_mount, strcmp(env->v2_self, "/") ? env->v2_self : "");
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int bm_cgroup_id(int dirfd, uint64_t *id)
+{
+	struct {
+		struct file_handle fh;
+		uint64_t cgid;
+	} h = { .fh.handle_bytes = sizeof(uint64_t) };
+	int mount_id;
+
+	if (name_to_handle_at(dirfd, "", &h.fh, &mount_id, AT_EMPTY_PATH) < 0)
+		return -errno;
+	*id = h.cgid;
+	return 0;
+}
+
+/* Open the directory at cg->path (made or found) and learn its id. */
+static int open_dir(struct bm_cgroup *cg)
+{
+	cg->dirfd = open(cg->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cg->dirfd < 0)
+		return -errno;
+	/* a cgroup v2 directory (not its root): cgroup.events is there */
+	if (faccessat(cg->dirfd, "cgroup.events", F_OK, 0) < 0)
+		return -errno;
+	return bm_cgroup_id(cg->dirfd, &cg->id);
+}
+
+struct bm_cgroup *bm_cgroup__open(const char *path)
+{
+	struct bm_cgroup *cg = calloc(1, sizeof(*cg));
+	int err;
+
+	if (!cg)
+		return NULL;
+	cg->dirfd = -1;
+	if (snprintf(cg->path, sizeof(cg->path), "%s", path) >= (int)sizeof(cg->path))
+		err = -ENAMETOOLONG;
+	else
+		err = open_dir(cg);
+	if (err) {
+		bm_cgroup__free(cg);
+		errno = -err;
+		return NULL;
+	}
+	return cg;
+}
+
+struct bm_cgroup *bm_cgroup__create(const char *parent_dir, const char *name)
+{
+	struct bm_cgroup *cg;
+	int n, err;
+
+	cg = calloc(1, sizeof(*cg));
+	if (!cg)
+		return NULL;
+	cg->dirfd = -1;
+	n = snprintf(cg->path, sizeof(cg->path), "%s/%s", parent_dir, name);
+	if (n < 0 || (size_t)n >= sizeof(cg->path)) {
+		err = -ENAMETOOLONG;
+		goto err_free;
+	}
+	if (mkdir(cg->path, 0755) < 0) {
+		err = -errno;
+		goto err_free;
+	}
+	err = open_dir(cg);
+	if (err)
+		goto err_rmdir;
+	return cg;
+
+err_rmdir:
+	rmdir(cg->path);
+err_free:
+	bm_cgroup__free(cg);
+	errno = -err;
+	return NULL;
+}
+
+int bm_cgroup__populated(struct bm_cgroup *cg)
+{
+	char buf[256], *p;
+	int n;
+
+	n = bm_read_file(cg->dirfd, "cgroup.events", buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	p = strstr(buf, "populated ");
+	if (!p)
+		return -EINVAL;
+	return p[10] == '1';
+}
+
+int bm_cgroup__signal(struct bm_cgroup *cg, int sig)
+{
+	char buf[65536], *p, *end;
+	int n, sent = 0;
+
+	n = bm_read_file(cg->dirfd, "cgroup.procs", buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	for (p = buf; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (pid > 0 && !kill((pid_t)pid, sig))
+			sent++;
+	}
+	return sent;
+}
+
+/* Pre-5.14 kernels have no cgroup.kill: SIGKILL what cgroup.procs lists until nothing is left. */
+static int kill_by_procs(struct bm_cgroup *cg)
+{
+	int round, n;
+
+	for (round = 0; round < 100; round++) {
+		n = bm_cgroup__signal(cg, SIGKILL);
+		if (n <= 0)
+			return n;
+	}
+	return -EAGAIN;
+}
+
+int bm_cgroup__kill(struct bm_cgroup *cg)
+{
+	int err = bm_write_file(cg->dirfd, "cgroup.kill", "1");
+
+	if (err == -ENOENT)
+		return kill_by_procs(cg);
+	return err;
+}
+
+int bm_cgroup__wait_empty(struct bm_cgroup *cg, int timeout_ms)
+{
+	uint64_t deadline = bm_now_ns() + (uint64_t)timeout_ms * BM_NSEC_PER_MSEC;
+	/* opened here, not held: an effect that is not ending costs no fd for it */
+	struct pollfd pfd = { .fd = openat(cg->dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC), .events = POLLPRI };
+	int ret;
+
+	for (;;) {
+		ret = bm_cgroup__populated(cg);
+		if (ret <= 0)
+			break;
+		if (bm_now_ns() >= deadline) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		/* cgroup.events raises POLLPRI on change; cap each wait in case we missed one */
+		if (poll(&pfd, 1, 50) < 0 && errno != EINTR) {
+			ret = -errno;
+			break;
+		}
+	}
+	if (pfd.fd >= 0)
+		close(pfd.fd);
+	return ret;
+}
+
+int bm_cgroup__freeze(struct bm_cgroup *cg, bool frozen)
+{
+	return bm_write_file(cg->dirfd, "cgroup.freeze", frozen ? "1" : "0");
+}
+
+int bm_cgroup__read_key(struct bm_cgroup *cg, const char *file, const char *key, uint64_t *out)
+{
+	char buf[4096], *line, *save = NULL;
+	size_t klen = strlen(key);
+	int n;
+
+	n = bm_read_file(cg->dirfd, file, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *total;
+
+		if (strncmp(line, key, klen) || line[klen] != ' ')
+			continue;
+		total = strstr(line, "total=");
+		*out = strtoull(total ? total + 6 : line + klen + 1, NULL, 10);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int bm_cgroup__remove(struct bm_cgroup *cg)
+{
+	struct timespec ts = { 0, 2 * 1000 * 1000 };
+	int i;
+
+	/* a task that exited may hold the cgroup for a moment: retry for up to ~1 s */
+	for (i = 0; i < 500; i++) {
+		if (!rmdir(cg->path) || errno == ENOENT)
+			return 0;
+		if (errno != EBUSY)
+			return -errno;
+		nanosleep(&ts, NULL);
+	}
+	return -EBUSY;
+}
+
+void bm_cgroup__free(struct bm_cgroup *cg)
+{
+	if (!cg)
+		return;
+	if (cg->dirfd >= 0)
+		close(cg->dirfd);
+	free(cg);
+}

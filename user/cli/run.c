@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * `burstmeter run`: one effect, supervised by user/effect/sup.c, in an event loop
+ * of its own: the command's pidfd, signals, the ring buffer, and the
+ * effect's timers. burstmeter is the command's parent (and a subreaper:
+ * orphans of the effect come back to it), so it reaps and knows the exit
+ * status. Every path out removes what it made.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/common.h"
+#include "effect/policy_yaml.h"
+#include "meter/preflight.h"
+#include "cli/run.h"
+#include "cli/run_client.h"
+#include "views/report.h"
+#include "effect/sup.h"
+
+struct run_state {
+	struct bm_run_opts *o;
+	struct bm_loader *loader;
+	struct bm_sup sup;
+	int sigfd;
+	bool exited;
+};
+
+static void on_event(const struct bm_event *e, void *ctx)
+{
+	struct run_state *s = ctx;
+
+	if (s->sup.cg && e->cgid == s->sup.cg->id)
+		bm_sup__event(&s->sup, e);
+}
+
+static int setup_signals(struct run_state *s, sigset_t *old)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGQUIT);
+	sigaddset(&mask, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &mask, old) < 0)
+		return -errno;
+	s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	return s->sigfd < 0 ? -errno : 0;
+}
+
+/* Reap whatever exited: the command, or orphans handed to us as subreaper. */
+static void reap(struct run_state *s)
+{
+	siginfo_t si;
+
+	for (;;) {
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG) < 0 || !si.si_pid)
+			return;
+		if (si.si_pid != s->sup.child.pid || s->exited)
+			continue;
+		s->exited = true;
+		bm_sup__exited(&s->sup, si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0)
+								  : W_EXITCODE(0, si.si_status));
+	}
+}
+
+/*
+ * A signal sent to burstmeter is passed on to the command. One the terminal
+ * generated (Ctrl-C) reached the whole foreground process group already, so
+ * it is only noted.
+ */
+static void on_signal(struct run_state *s)
+{
+	struct signalfd_siginfo si;
+
+	while (read(s->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD)
+			reap(s);
+		else
+			bm_sup__cancel(&s->sup, si.ssi_code == SI_KERNEL ? 0 : (int)si.ssi_signo);
+	}
+}
+
+static int wait_loop(struct run_state *s)
+{
+	struct pollfd pfd[5] = {
+		{ .fd = s->sup.child.pidfd, .events = POLLIN },
+		{ .fd = s->sigfd, .events = POLLIN },
+		{ .fd = s->sup.deadline_fd, .events = POLLIN },
+		{ .fd = bm_loader__event_fd(s->loader), .events = POLLIN },
+		{ .fd = s->sup.timer_fd, .events = POLLIN },
+	};
+
+	while (!bm_sup__done(&s->sup)) {
+		if (poll(pfd, BM_ARRAY_SIZE(pfd), -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (pfd[3].revents)
+			bm_loader__poll(s->loader, 0);
+		if (pfd[0].revents) {
+			reap(s);
+			pfd[0].fd = -1;
+		}
+		if (pfd[1].revents)
+			on_signal(s);
+		if (pfd[2].revents)
+			bm_sup__on_deadline(&s->sup);
+		if (pfd[4].revents)
+			bm_sup__tick(&s->sup);
+	}
+	return 0;
+}
+
+static int load_policy(struct run_state *s, struct bm_policy *pol)
+{
+	char err[512];
+	int ret;
+
+	bm_policy_default(pol);
+	if (!s->o->policy)
+		return 0;
+	ret = bm_policy_load_file(s->o->policy, s->o->tenant, bm_policy_tool(s->o->argv[0]), pol, err,
+				  sizeof(err));
+	if (ret == -EINVAL)
+		bm_err("invalid --policy: %s", err);
+	else if (ret)
+		bm_err("invalid --policy '%s': %s", s->o->policy, strerror(-ret));
+	return ret;
+}
+
+static int start(struct run_state *s, const struct bm_sup_opts *so)
+{
+	struct bm_loader_opts lo = { .force_hash = s->o->meter_hash, .on_event = on_event, .ctx = s };
+	struct bm_cgroup_env env;
+	char parent[PATH_MAX], why[512];
+	int err;
+
+	err = bm_meter_preflight(why, sizeof(why));
+	if (!err)
+		err = bm_cgroup_preflight(&env, parent, sizeof(parent), why, sizeof(why));
+	if (err) {
+		bm_err("%s", why);
+		return err;
+	}
+	s->loader = bm_loader__open(&lo);
+	if (!s->loader) {
+		err = -errno;
+		bm_err("failed to load the meter: %s (-v shows why)", strerror(-err));
+		return err;
+	}
+	err = bm_sup__start(&s->sup, s->loader, &env, parent, so);
+	if (err)
+		bm_err("failed to %s for %s under %s: %s", s->sup.failed_step, so->id, parent,
+		       err == -EEXIST ? "an effect with this id is running" : strerror(-err));
+	return err;
+}
+
+static void report(struct run_state *s)
+{
+	struct bm_report_opts ro = { s->o->outcome, s->o->json, s->o->hist, s->o->quiet };
+
+	bm_report(&ro, &s->sup.out);
+}
+
+/* The command could not be found or run: report it (nothing of it ran). */
+static int not_runnable(struct run_state *s, int err)
+{
+	bm_err("cannot run '%s': %s", s->o->argv[0], strerror(err));
+	bm_outcome_classify(&s->sup.out, 0, false, err);
+	s->sup.out.sum = NULL;
+	report(s);
+	return s->sup.out.exit_code;
+}
+
+static int run(struct run_state *s, struct bm_sup_opts *so)
+{
+	char path[PATH_MAX];
+	int err;
+
+	s->sup.o.id = so->id;
+	s->sup.out.id = so->id;
+	s->sup.out.tenant = so->tenant;
+	s->sup.out.intent = so->intent;
+	s->sup.out.argv = so->argv;
+	s->sup.out.limits = so->limits;
+	s->sup.out.started_wall_ns = bm_wall_ns();
+	err = bm_effect_resolve(so->argv[0], path, sizeof(path));
+	if (err)
+		return not_runnable(s, -err);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0 || start(s, so))
+		return BM_EXIT_INTERNAL;
+	err = bm_sup__spawn(&s->sup);
+	if (err < 0) {
+		bm_err("failed to start '%s' in %s: %s", so->argv[0], s->sup.cg->path, strerror(-err));
+		return BM_EXIT_INTERNAL;
+	}
+	if (err > 0)
+		return not_runnable(s, err);
+	err = wait_loop(s);
+	if (err)
+		bm_err("failed waiting for '%s': %s", so->argv[0], strerror(-err));
+	bm_sup__finish(&s->sup);
+	if (!s->sup.out.sum)
+		bm_err("failed to read the meter of %s", so->id);
+	report(s);
+	return bm_report_exit_status(&s->sup.out);
+}
+
+int bm_run(struct bm_run_opts *o)
+{
+	char path[PATH_MAX];
+	const char *sock;
+	struct run_state *s;
+	struct bm_sup_opts so = {
+		.id = o->id, .tenant = o->tenant, .intent = o->intent, .argv = o->argv,
+		.limits = o->limits, .window_ns = o->window_ns, .meter_only = o->meter_only,
+		.no_fast_path = o->no_fast_path,
+	};
+	sigset_t old;
+	int ret = BM_EXIT_INTERNAL, err;
+
+	sigemptyset(&old);
+	bm_log_set_level(o->verbose ? BM_LOG_DEBUG : BM_LOG_INFO);
+	bm_log_libbpf();
+	if (bm_effect_resolve(o->argv[0], path, sizeof(path)) == 0 && (sock = bm_run_agent_socket(o)))
+		return bm_run_client(o, sock);
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		bm_err("failed to start: out of memory");
+		return BM_EXIT_INTERNAL;
+	}
+	s->o = o;
+	s->sigfd = -1;
+	bm_sup__init(&s->sup);
+	if (!load_policy(s, &so.policy)) {
+		if (setup_signals(s, &old) < 0)
+			bm_err("failed to set up signal handling: %s", strerror(errno));
+		else
+			ret = run(s, &so);
+	}
+	err = bm_sup__release(&s->sup);
+	if (err)
+		bm_err("failed to remove the cgroup of %s: %s", o->id, strerror(-err));
+	if (s->sigfd >= 0) {
+		close(s->sigfd);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+	}
+	bm_loader__free(s->loader);
+	free(s);
+	return ret;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* `burstmeter run`'s options, and their parse from the command line. */
+#ifndef BM_RUN_OPTS_H
+#define BM_RUN_OPTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/parse.h"
+#include "effect/outcome.h"
+
+#define BM_INTENT_MAX 4096
+
+struct bm_run_opts {
+	const char *id;
+	char id_buf[BM_NAME_MAX + 1];	/* generated id when --id is not given */
+	const char *tenant;
+	const char *intent;
+	struct bm_limits limits;
+	uint64_t window_ns;
+	const char *policy;
+	const char *outcome;		/* file, "-" for stdout, NULL for none */
+	bool json;			/* outcome as the last line of stderr */
+	bool hist;			/* histograms on stderr */
+	bool quiet;			/* no summary line */
+	bool verbose;
+	bool meter_hash;		/* testing: meters in the hash map, as on 6.1 */
+	bool no_fast_path;		/* benchmarks: ceilings without the in-kernel kill */
+	bool meter_only;		/* tests: no controllers, the meter holds every ceiling */
+	bool standalone;		/* never through the agent */
+	const char *socket;		/* the agent's socket (default: $BURSTMETER_SOCKET, then /run/...) */
+	char **argv;			/* the command */
+};
+
+/*
+ * Parse `run` arguments (argv[0] is "run"). Returns 1 to run, 0 when help
+ * was printed, -EINVAL after printing one line naming the bad flag.
+ */
+int bm_run_parse_args(int argc, char **argv, struct bm_run_opts *o);
+
+#endif /* BM_RUN_OPTS_H */

@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "effect/ceiling.h"
+#include "base/common.h"
+#include "base/parse.h"
+
+#define CFS_PERIOD_US 100000ULL
+
+/* v2: can the effect's parent hand these controllers down? Enable them if it can. */
+static bool v2_delegate(const struct bm_cgroup *cg, const char *ctrl)
+{
+	char parent[PATH_MAX], buf[512], want[32];
+	const char *slash = strrchr(cg->path, '/');
+	int fd, n;
+
+	if (!slash)
+		return false;
+	snprintf(parent, sizeof(parent), "%.*s", (int)(slash - cg->path), cg->path);
+	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = bm_read_file(fd, "cgroup.controllers", buf, sizeof(buf));
+	if (n > 0 && strstr(buf, ctrl)) {
+		snprintf(want, sizeof(want), "+%s", ctrl);
+		/* EBUSY: our cgroup holds processes, so v2 forbids delegating from it */
+		bm_write_file(fd, "cgroup.subtree_control", want);
+	}
+	n = bm_read_file(fd, "cgroup.subtree_control", buf, sizeof(buf));
+	close(fd);
+	return n > 0 && strstr(buf, ctrl);
+}
+
+static int write_u64(int dirfd, const char *file, unsigned long long v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu", v);
+	return bm_write_file(dirfd, file, buf);
+}
+
+static int write_cpu_max(int dirfd, double cores)
+{
+	char buf[48];
+
+	if (cores <= 0)
+		return bm_write_file(dirfd, "cpu.max", "max 100000");
+	snprintf(buf, sizeof(buf), "%llu %llu", (unsigned long long)(cores * CFS_PERIOD_US),
+		 CFS_PERIOD_US);
+	return bm_write_file(dirfd, "cpu.max", buf);
+}
+
+static int write_cfs_quota(int dirfd, double cores)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%lld", cores > 0 ? (long long)(cores * CFS_PERIOD_US) : -1LL);
+	return bm_write_file(dirfd, "cpu.cfs_quota_us", buf);
+}
+
+static int apply_v2(const struct bm_cgroup *cg, const struct bm_limits *lim, struct bm_ceilings *c)
+{
+	int err;
+
+	if (lim->memory_bytes && v2_delegate(cg, "memory")) {
+		c->v2_mem = true;
+		err = write_u64(cg->dirfd, "memory.max", lim->memory_bytes);
+		if (!err)
+			err = bm_write_file(cg->dirfd, "memory.oom.group", "1");
+		if (err)
+			return err;
+		c->controller[BM_P_MEM] = true;
+		c->mech[BM_P_MEM] = "cgroup v2 memory.max";
+	}
+	if (lim->pids && v2_delegate(cg, "pids")) {
+		err = write_u64(cg->dirfd, "pids.max", lim->pids);
+		if (err)
+			return err;
+		c->controller[BM_P_PIDS] = true;
+		c->mech[BM_P_PIDS] = "cgroup v2 pids.max";
+	}
+	if (v2_delegate(cg, "cpu")) {
+		c->v2_cpu = true;
+		if (lim->cpu_milli) {
+			err = write_cpu_max(cg->dirfd, lim->cpu_milli / 1000.0);
+			if (err)
+				return err;
+			c->controller[BM_P_CPU] = true;
+			c->mech[BM_P_CPU] = "cgroup v2 cpu.max";
+		}
+	}
+	return 0;
+}
+
+/* A v1 twin of the effect cgroup, under our own v1 cgroup of that controller. */
+static int v1_twin(const struct bm_cgroup_env *env, enum bm_v1 v, const char *name,
+		   struct bm_ceilings *c, int *dirfd)
+{
+	const char *self = env->v1_self[v];
+	int n;
+
+	*dirfd = -1;
+	if (!env->v1_mount[v][0])
+		return -EOPNOTSUPP;
+	n = snprintf(c->v1_dir[v], PATH_MAX, "%s%s/%s", env->v1_mount[v], strcmp(self, "/") ? self : "",
+		     name);
+	if (n < 0 || n >= PATH_MAX) {
+		c->v1_dir[v][0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	if (mkdir(c->v1_dir[v], 0755) < 0) {
+		n = -errno;
+		c->v1_dir[v][0] = '\0';
+		return n;
+	}
+	*dirfd = open(c->v1_dir[v], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (*dirfd < 0)
+		return -errno;
+	c->join_fd[v] = openat(*dirfd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+	return c->join_fd[v] < 0 ? -errno : 0;
+}
+
+static int apply_v1(const struct bm_cgroup_env *env, const char *name, const struct bm_limits *lim,
+		    bool cpu_throttle, struct bm_ceilings *c)
+{
+	int fd, err;
+
+	if (lim->memory_bytes && !c->controller[BM_P_MEM] &&
+	    !v1_twin(env, BM_V1_MEMORY, name, c, &c->v1_mem_dirfd)) {
+		err = write_u64(c->v1_mem_dirfd, "memory.limit_in_bytes", lim->memory_bytes);
+		if (err)
+			return err;
+		c->controller[BM_P_MEM] = true;
+		c->mech[BM_P_MEM] = "cgroup v1 memory.limit_in_bytes";
+	}
+	if (lim->pids && !c->controller[BM_P_PIDS] && !v1_twin(env, BM_V1_PIDS, name, c, &fd)) {
+		err = write_u64(fd, "pids.max", lim->pids);
+		close(fd);
+		if (err)
+			return err;
+		c->controller[BM_P_PIDS] = true;
+		c->mech[BM_P_PIDS] = "cgroup v1 pids.max";
+	}
+	if ((lim->cpu_milli || cpu_throttle) && !c->v2_cpu &&
+	    !v1_twin(env, BM_V1_CPU, name, c, &c->v1_cpu_dirfd)) {
+		err = write_u64(c->v1_cpu_dirfd, "cpu.cfs_period_us", CFS_PERIOD_US);
+		if (!err)
+			err = write_cfs_quota(c->v1_cpu_dirfd, lim->cpu_milli / 1000.0);
+		if (err)
+			return err;
+		if (lim->cpu_milli) {
+			c->controller[BM_P_CPU] = true;
+			c->mech[BM_P_CPU] = "cgroup v1 cpu.cfs_quota_us";
+		}
+	}
+	return 0;
+}
+
+int bm_ceilings_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
+		      const struct bm_limits *lim, bool cpu_throttle, struct bm_ceilings *c)
+{
+	int i, err;
+
+	memset(c, 0, sizeof(*c));
+	for (i = 0; i < BM_V1__MAX; i++)
+		c->join_fd[i] = -1;
+	c->v1_cpu_dirfd = c->v1_mem_dirfd = -1;
+	c->v2_dirfd = cg->dirfd;
+	err = apply_v2(cg, lim, c);
+	if (!err && env->mode == BM_CG_HYBRID)
+		err = apply_v1(env, name, lim, cpu_throttle, c);
+	if (err) {
+		bm_ceilings_release(c);
+		return err;
+	}
+	/* what no controller took, the meter enforces */
+	if (lim->cpu_milli && !c->mech[BM_P_CPU])
+		c->mech[BM_P_CPU] = "meter";
+	if (lim->memory_bytes && !c->mech[BM_P_MEM])
+		c->mech[BM_P_MEM] = "meter";
+	if (lim->pids && !c->mech[BM_P_PIDS])
+		c->mech[BM_P_PIDS] = "meter";
+	return 0;
+}
+
+void bm_ceilings_adopt(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
+		       struct bm_ceilings *c)
+{
+	struct stat st;
+	int i;
+
+	memset(c, 0, sizeof(*c));
+	for (i = 0; i < BM_V1__MAX; i++)
+		c->join_fd[i] = -1;
+	c->v1_cpu_dirfd = c->v1_mem_dirfd = -1;
+	c->v2_dirfd = cg->dirfd;
+	/* the v1 twins have the effect's name: find them to read their events and remove them */
+	for (i = 0; env->mode == BM_CG_HYBRID && i < BM_V1__MAX; i++) {
+		const char *self = env->v1_self[i];
+
+		if (!env->v1_mount[i][0])
+			continue;
+		snprintf(c->v1_dir[i], PATH_MAX, "%s%s/%s", env->v1_mount[i], strcmp(self, "/") ? self : "", name);
+		if (stat(c->v1_dir[i], &st) < 0)
+			c->v1_dir[i][0] = '\0';
+	}
+	if (c->v1_dir[BM_V1_MEMORY][0])
+		c->v1_mem_dirfd = open(c->v1_dir[BM_V1_MEMORY], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c->v1_dir[BM_V1_CPU][0])
+		c->v1_cpu_dirfd = open(c->v1_dir[BM_V1_CPU], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+const int *bm_ceilings_join_fds(const struct bm_ceilings *c, int *n)
+{
+	*n = BM_V1__MAX;
+	return c->join_fd;
+}
+
+int bm_ceilings_cpu(struct bm_ceilings *c, const struct bm_limits *lim, double cores)
+{
+	if (cores <= 0 && lim->cpu_milli)
+		cores = lim->cpu_milli / 1000.0;
+	if (c->v2_cpu)
+		return write_cpu_max(c->v2_dirfd, cores);
+	if (c->v1_cpu_dirfd >= 0)
+		return write_cfs_quota(c->v1_cpu_dirfd, cores);
+	return -EOPNOTSUPP;
+}
+
+int bm_ceilings_mem_high(struct bm_ceilings *c, double bytes)
+{
+	if (!c->v2_mem)
+		return -EOPNOTSUPP;
+	if (bytes <= 0)
+		return bm_write_file(c->v2_dirfd, "memory.high", "max");
+	return write_u64(c->v2_dirfd, "memory.high", (unsigned long long)bytes);
+}
+
+/* "key N" from a flat keyed file such as memory.events; 0 when absent. */
+static uint64_t keyed(int dirfd, const char *file, const char *key)
+{
+	char buf[1024], *p;
+	size_t klen = strlen(key);
+	unsigned long long v;
+
+	if (dirfd < 0 || bm_read_file(dirfd, file, buf, sizeof(buf)) < 0)
+		return 0;
+	for (p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, key, klen) && p[klen] == ' ' && sscanf(p + klen + 1, "%llu", &v) == 1)
+			return v;
+	return 0;
+}
+
+void bm_ceilings_events(const struct bm_ceilings *c, uint64_t *oom_kills, uint64_t *forks_refused)
+{
+	int fd;
+
+	*oom_kills = keyed(c->v2_dirfd, "memory.events", "oom_kill") +
+		     keyed(c->v1_mem_dirfd, "memory.oom_control", "oom_kill");
+	*forks_refused = keyed(c->v2_dirfd, "pids.events", "max");
+	if (c->v1_dir[BM_V1_PIDS][0]) {
+		fd = open(c->v1_dir[BM_V1_PIDS], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		*forks_refused += keyed(fd, "pids.events", "max");
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+int bm_ceilings_mem_peak(const struct bm_ceilings *c, uint64_t *bytes)
+{
+	char buf[64];
+	int n = -ENOENT;
+
+	/* v2: memory.peak (5.19+) of the effect cgroup; hybrid: the v1 twin's high-water mark */
+	if (c->v2_mem)
+		n = bm_read_file(c->v2_dirfd, "memory.peak", buf, sizeof(buf));
+	else if (c->v1_mem_dirfd >= 0)
+		n = bm_read_file(c->v1_mem_dirfd, "memory.max_usage_in_bytes", buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	return bm_parse_u64(strtok(buf, "\n") ? buf : "", 0, UINT64_MAX, bytes);
+}
+
+void bm_ceilings_release(struct bm_ceilings *c)
+{
+	struct timespec ts = { 0, 2 * 1000 * 1000 };
+	int i, tries;
+
+	for (i = 0; i < BM_V1__MAX; i++) {
+		if (c->join_fd[i] >= 0)
+			close(c->join_fd[i]);
+		c->join_fd[i] = -1;
+		/* like the v2 cgroup, a v1 one stays busy for a moment after its last task */
+		for (tries = 0; c->v1_dir[i][0] && tries < 500; tries++) {
+			if (!rmdir(c->v1_dir[i]) || errno != EBUSY)
+				break;
+			nanosleep(&ts, NULL);
+		}
+		c->v1_dir[i][0] = '\0';
+	}
+	if (c->v1_cpu_dirfd >= 0)
+		close(c->v1_cpu_dirfd);
+	if (c->v1_mem_dirfd >= 0)
+		close(c->v1_mem_dirfd);
+	c->v1_cpu_dirfd = c->v1_mem_dirfd = -1;
+}

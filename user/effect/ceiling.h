@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Hard ceilings through the kernel's controllers, where they are:
+ * cgroup v2 (cpu.max, memory.max + memory.high + memory.oom.group,
+ * pids.max) when our cgroup can delegate them, else the v1 hierarchies of a
+ * hybrid host (cpu.cfs_quota_us, memory.limit_in_bytes, pids.max) in child
+ * cgroups of our own v1 cgroups. A ceiling no controller takes is left to
+ * the meter (kernel fast path and the ladder); mech[] says which acted.
+ */
+#ifndef BM_CEILING_H
+#define BM_CEILING_H
+
+#include <stdbool.h>
+
+#include "base/cgroup.h"
+#include "effect/outcome.h"
+#include "effect/policy.h"
+
+struct bm_ceilings {
+	const char *mech[BM_P__MAX];	/* "cgroup v2 memory.max", ..., "meter", NULL = no ceiling */
+	bool controller[BM_P__MAX];	/* a controller enforces it */
+	char v1_dir[BM_V1__MAX][PATH_MAX];	/* v1 cgroups we created ("" = none) */
+	int join_fd[BM_V1__MAX];	/* their cgroup.procs, for the child to enter before exec */
+	int v2_dirfd;			/* the effect's v2 cgroup */
+	bool v2_cpu, v2_mem;		/* v2 cpu / memory controllers enabled for it */
+	int v1_cpu_dirfd, v1_mem_dirfd;	/* for throttling through v1, -1 if none */
+};
+
+/*
+ * Put the limits on the effect cgroup cg (name is its directory name, used
+ * for the v1 twins); cpu_throttle asks for a CPU controller even without a
+ * CPU ceiling, for the ladder to throttle with. Never writes above our own
+ * cgroups. Returns 0 (what
+ * could not be applied falls back to the meter) or -errno if something we
+ * created could not be configured (everything created is removed again).
+ */
+int bm_ceilings_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
+		      const struct bm_limits *lim, bool cpu_throttle, struct bm_ceilings *c);
+
+/* Find the ceilings an earlier agent put on cg (its v1 twins by name), to read and remove them. */
+void bm_ceilings_adopt(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
+		       struct bm_ceilings *c);
+
+/* The fds the child writes "0" into before exec (-1 entries skipped); count in *n. */
+const int *bm_ceilings_join_fds(const struct bm_ceilings *c, int *n);
+
+/* Throttle CPU to cores (0 restores the ceiling or no limit). Returns 0, -EOPNOTSUPP, -errno. */
+int bm_ceilings_cpu(struct bm_ceilings *c, const struct bm_limits *lim, double cores);
+/* Ask the kernel to reclaim above bytes (v2 memory.high; 0 = max). Returns 0, -EOPNOTSUPP, -errno. */
+int bm_ceilings_mem_high(struct bm_ceilings *c, double bytes);
+
+/* Did a controller refuse the effect: OOM kills, forks refused? Counts from *.events. */
+void bm_ceilings_events(const struct bm_ceilings *c, uint64_t *oom_kills, uint64_t *forks_refused);
+
+/* The memory controller's peak of the effect (v2 memory.peak, v1 max_usage_in_bytes): 0 or -errno. */
+int bm_ceilings_mem_peak(const struct bm_ceilings *c, uint64_t *bytes);
+
+/* Remove the v1 cgroups (empty by then) and close fds. */
+void bm_ceilings_release(struct bm_ceilings *c);
+
+#endif /* BM_CEILING_H */

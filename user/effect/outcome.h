@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The outcome of an effect (schema burstmeter.outcome/v1, DESIGN.md): how
+ * it ended, why, what it used at its peaks, and whether a retry can work.
+ * Building it is pure; bm_outcome_write() is the only I/O.
+ */
+#ifndef BM_OUTCOME_H
+#define BM_OUTCOME_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bm_abi.h"
+#include "meter/window.h"
+
+#define BM_OUTCOME_SCHEMA "burstmeter.outcome/v1"
+#define BM_MAX_ACTIONS 64
+
+enum bm_reason {
+	BM_REASON_COMPLETED,
+	BM_REASON_FAILED,
+	BM_REASON_SIGNALED,
+	BM_REASON_DEADLINE,
+	BM_REASON_MEMORY_CEILING,
+	BM_REASON_PIDS_CEILING,
+	BM_REASON_CPU_CEILING,
+	BM_REASON_NET_CEILING,
+	BM_REASON_CANCELLED,
+	BM_REASON_METER_ERROR,
+	BM_REASON__MAX,
+};
+
+struct bm_action {
+	double at_ms;		/* since the effect started */
+	const char *action;	/* throttle, freeze, thaw, cancel, kill */
+	const char *reason;	/* memory_ceiling, ... */
+	double observed, threshold;
+};
+
+struct bm_limits {
+	uint64_t cpu_milli;	/* 0 = none */
+	uint64_t memory_bytes;
+	uint64_t pids;
+	uint64_t timeout_ns;
+};
+
+struct bm_outcome {
+	const char *id, *tenant, *intent;
+	char *const *argv;
+	const char *cgroup;		/* NULL if none was created */
+	uint64_t started_wall_ns;
+	uint64_t wall_ns;
+	struct bm_limits limits;
+	const struct bm_summary *sum;	/* NULL if it never ran */
+	struct bm_action actions[BM_MAX_ACTIONS];
+	unsigned int n_actions;
+	double throttled_s, frozen_s;
+	int exit_code;			/* -1 if killed by a signal or never started */
+	int exit_signal;		/* 0 if none */
+	enum bm_reason reason;
+	const char *by;			/* process, signal, deadline, policy, kernel, burstmeter */
+	bool retry_eligible;
+	uint64_t retry_after_ms;
+	char advice[256];
+	const char *ceiling_mech[4];	/* cpu, memory, pids, net: what enforced each ceiling */
+	/* meter health */
+	uint64_t stats[BM_STAT__MAX];
+	const char *net_source;
+	uint64_t leftover_killed;	/* tasks still running when the command ended */
+	int64_t psi_cpu_us, psi_mem_us, psi_io_us;	/* "some" totals; -1 unknown */
+	uint64_t cgroup_cpu_us;		/* cpu.stat usage_usec, the kernel's own count */
+	int64_t cgroup_mem_peak;	/* the memory controller's peak (charge), -1 if none held it */
+};
+
+const char *bm_reason_name(enum bm_reason r);
+
+/*
+ * Decide reason and `by` for an effect that was not stopped by a ceiling or
+ * a deadline: wait status, whether a cancel signal was passed on to it, and
+ * whether it could not be started (exec errno, 0 if it was).
+ */
+void bm_outcome_classify(struct bm_outcome *o, int wait_status, bool cancelled, int exec_errno);
+
+/* Fill retry_eligible, retry_after_ms and advice from reason, limits and peaks. */
+void bm_outcome_retry(struct bm_outcome *o);
+
+/* The outcome as JSON (a new reference), or NULL on allocation failure. */
+json_t *bm_outcome_json(const struct bm_outcome *o);
+
+/*
+ * Write JSON to path ("-" for stdout) on one line, atomically (temporary file
+ * beside it, then rename). Returns 0 or -errno.
+ */
+int bm_outcome_write(const json_t *j, const char *path);
+
+#endif /* BM_OUTCOME_H */

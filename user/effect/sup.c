@@ -1,0 +1,561 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/common.h"
+#include "effect/sup.h"
+
+/* A freed task is reported an RCU grace period after its exit; this is plenty. */
+#define DRAIN_TIMEOUT_NS (1000 * BM_NSEC_PER_MSEC)
+#define KILL_TIMEOUT_NS (2000 * BM_NSEC_PER_MSEC)
+/*
+ * While leftovers die and the meter drains, look after 2 ms, then twice as
+ * long each time up to 32 ms (the DRAINED record ends the wait at once).
+ * Every 2 ms for each of 10,000 effects ending together was 5 million
+ * looks a second: the agent did little else and took 69 s to finish them.
+ */
+#define PHASE_POLL_NS (2 * BM_NSEC_PER_MSEC)
+#define PHASE_POLL_MAX_NS (32 * BM_NSEC_PER_MSEC)
+
+static const enum bm_reason pdim_reason[BM_P__MAX] = {
+	[BM_P_CPU] = BM_REASON_CPU_CEILING, [BM_P_MEM] = BM_REASON_MEMORY_CEILING,
+	[BM_P_PIDS] = BM_REASON_PIDS_CEILING, [BM_P_NET] = BM_REASON_NET_CEILING,
+};
+
+static const int pdim_dim[BM_P__MAX] = {
+	[BM_P_CPU] = BM_DIM_CPU, [BM_P_MEM] = BM_DIM_MEM, [BM_P_PIDS] = BM_DIM_PIDS,
+	[BM_P_NET] = BM_DIM_NET,
+};
+
+void bm_sup__init(struct bm_sup *s)
+{
+	int i;
+
+	memset(s, 0, sizeof(*s));
+	s->deadline_fd = s->timer_fd = s->child.pidfd = -1;
+	s->deadline_at = s->timer_at = UINT64_MAX;
+	for (i = 0; i < BM_V1__MAX; i++)
+		s->ceil.join_fd[i] = -1;
+	s->ceil.v1_cpu_dirfd = s->ceil.v1_mem_dirfd = s->ceil.v2_dirfd = -1;
+	s->out.psi_cpu_us = s->out.psi_mem_us = s->out.psi_io_us = -1;
+}
+
+/* The ladder's (and the drain's) timer and the deadline: the due time, and the timerfd if there is one. */
+static void arm_timer(struct bm_sup *s, uint64_t at_ns)
+{
+	s->timer_at = at_ns;
+	if (s->timer_fd >= 0)
+		bm_timerfd_at(s->timer_fd, at_ns);
+	if (s->o.timers_moved)
+		s->o.timers_moved(s->o.timers_ctx);
+}
+
+static void arm_deadline(struct bm_sup *s, uint64_t at_ns)
+{
+	s->deadline_at = at_ns;
+	if (s->deadline_fd >= 0)
+		bm_timerfd_at(s->deadline_fd, at_ns);
+	if (s->o.timers_moved)
+		s->o.timers_moved(s->o.timers_ctx);
+}
+
+static int make_timers(struct bm_sup *s);
+
+/* Crossing thresholds (per window) and kernel kill levels from the policy. */
+static void kernel_levels(struct bm_sup *s, uint64_t thresh[BM_DIM__MAX], uint64_t kill_at[BM_DIM__MAX])
+{
+	double W = (double)s->o.window_ns, t;
+	int p;
+
+	memset(thresh, 0, sizeof(uint64_t) * BM_DIM__MAX);
+	memset(kill_at, 0, sizeof(uint64_t) * BM_DIM__MAX);
+	for (p = 0; p < BM_P__MAX; p++) {
+		const struct bm_dim_rule *r = &s->o.policy.dim[p];
+		double lvl = r->soft && (!r->hard || r->soft < r->hard) ? r->soft : r->hard;
+		int d = pdim_dim[p];
+
+		/* wake near a ceiling: from there on the ladder looks every window */
+		if (r->ceiling && lvl == r->hard)
+			lvl = 0.9 * r->hard;
+		if (!lvl)
+			continue;
+		t = p == BM_P_CPU ? lvl * W : p == BM_P_NET ? lvl * W / 1e9 : lvl;
+		/*
+		 * Rounded up: what crosses it is at the level, so evaluate() finds
+		 * it near. Rounded down, 28 tasks crossed 28.8 (0.9 of 32), looked
+		 * not near, and a fork bomb that reached 32 inside that window,
+		 * where the pids controller held it, was never looked at again.
+		 */
+		thresh[d] = (uint64_t)t;
+		if ((double)thresh[d] < t || !thresh[d])
+			thresh[d]++;
+		/* past a ceiling no controller holds, the kernel kills on the spot */
+		if (r->ceiling && !s->ceil.controller[p] && !s->o.no_fast_path)
+			kill_at[d] = (uint64_t)r->hard + 1;
+	}
+}
+
+static void init_outcome(struct bm_sup *s)
+{
+	struct bm_outcome *out = &s->out;
+
+	out->id = s->o.id;
+	out->tenant = s->o.tenant;
+	out->intent = s->o.intent;
+	out->argv = s->o.argv;
+	out->limits = s->o.limits;
+	out->started_wall_ns = bm_wall_ns();
+}
+
+/* What starting and adopting share: the options, the policy with its ceilings, the name. */
+static void prepare(struct bm_sup *s, struct bm_loader *l, const struct bm_sup_opts *o)
+{
+	int p;
+
+	s->o = *o;
+	s->loader = l;
+	bm_policy_ceilings(&s->o.policy, o->limits.cpu_milli / 1000.0, (double)o->limits.memory_bytes,
+			   (double)o->limits.pids);
+	for (p = 0; p < BM_P__MAX; p++)
+		s->acting |= s->o.policy.dim[p].soft > 0 || s->o.policy.dim[p].hard > 0;
+	bm_ladder_init(&s->lad);
+	init_outcome(s);
+	snprintf(s->name, sizeof(s->name), "burstmeter.%s.%s", o->tenant, o->id);
+}
+
+int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_env *env,
+		  const char *parent_dir, const struct bm_sup_opts *o)
+{
+	const struct bm_limits none = { 0 }, *lim = o->meter_only ? &none : &o->limits;
+	uint64_t thresh[BM_DIM__MAX], kill_at[BM_DIM__MAX];
+	bool cpu_throttle;
+	int err, p;
+
+	prepare(s, l, o);
+	s->failed_step = "create the cgroup";
+	s->cg = bm_cgroup__create(parent_dir, s->name);
+	if (!s->cg)
+		return -errno;
+	s->out.cgroup = s->cg->path;
+	s->failed_step = "set the ceilings";
+	cpu_throttle = !o->meter_only && (s->o.policy.dim[BM_P_CPU].steps & BM_STEP_BIT(BM_STEP_THROTTLE));
+	err = bm_ceilings_apply(env, s->cg, s->name, lim, cpu_throttle, &s->ceil);
+	if (err)
+		return err;
+	for (p = 0; o->meter_only && p < BM_P__MAX; p++)
+		s->ceil.mech[p] = s->o.policy.dim[p].hard ? "meter" : NULL;
+	memcpy(s->out.ceiling_mech, s->ceil.mech, sizeof(s->out.ceiling_mech));
+	s->out.net_source = bm_net_source_name(bm_loader__features(l)->net);
+
+	s->failed_step = "register with the meter";
+	s->start_ns = bm_now_ns();
+	err = bm_loader__add(l, s->cg, o->window_ns, s->start_ns, NULL);
+	if (err)
+		return err;
+	s->metered = true;
+	kernel_levels(s, thresh, kill_at);
+	err = bm_loader__arm(l, s->cg, thresh, kill_at);
+	if (err)
+		return err;
+	bm_act_init(&s->act, s->cg, &s->ceil, &s->o.policy, &s->o.limits, &s->out, s->start_ns,
+		    o->window_ns);
+
+	s->failed_step = "create timers";
+	err = make_timers(s);
+	if (err)
+		return err;
+	s->failed_step = NULL;
+	s->phase = BM_SUP_RUNNING;
+	return 0;
+}
+
+static int make_timers(struct bm_sup *s)
+{
+	if (!s->o.shared_timers) {
+		s->deadline_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (s->deadline_fd < 0 || s->timer_fd < 0)
+			return -errno;
+	}
+	if (s->o.limits.timeout_ns)
+		arm_deadline(s, s->start_ns + s->o.limits.timeout_ns);
+	/* look once now: whatever happened while nobody watched */
+	arm_timer(s, 0);
+	return 0;
+}
+
+int bm_sup__adopt(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_env *env,
+		  const char *cgroup_path, const struct bm_sup_opts *o)
+{
+	struct bm_meter m;
+	int err;
+
+	prepare(s, l, o);
+	s->failed_step = "open the cgroup";
+	s->cg = bm_cgroup__open(cgroup_path);
+	if (!s->cg)
+		return -errno;
+	s->out.cgroup = s->cg->path;
+	bm_ceilings_adopt(env, s->cg, s->name, &s->ceil);
+	s->failed_step = "find its meter";
+	err = bm_loader__read(l, s->cg, &m);
+	if (err)
+		return err;
+	bm_loader__claim(l, m.slot);
+	s->metered = true;
+	/* the effect's clock started with its first window */
+	s->o.window_ns = m.window_ns;
+	s->start_ns = m.first_win * m.window_ns;
+	s->out.started_wall_ns = bm_wall_ns() - (bm_now_ns() - s->start_ns);
+	s->out.net_source = bm_net_source_name(bm_loader__features(l)->net);
+	bm_act_init(&s->act, s->cg, &s->ceil, &s->o.policy, &s->o.limits, &s->out, s->start_ns,
+		    m.window_ns);
+	s->failed_step = "create timers";
+	err = make_timers(s);
+	if (err)
+		return err;
+	s->failed_step = NULL;
+	s->phase = BM_SUP_RUNNING;
+	return 0;
+}
+
+int bm_sup__spawn(struct bm_sup *s)
+{
+	int n;
+	const int *join = bm_ceilings_join_fds(&s->ceil, &n);
+
+	return bm_effect_spawn(s->cg->dirfd, join, n, s->o.argv, &s->child);
+}
+
+void bm_sup__event(struct bm_sup *s, const struct bm_event *e)
+{
+	struct bm_verdict_action va = { .act = BM_ACT_KILL };
+
+	switch (e->type) {
+	case BM_EV_DRAINED:
+		s->drained = true;
+		/* waiting for it: done now, not at the next look */
+		if (s->phase == BM_SUP_DRAINING)
+			arm_timer(s, 0);
+		break;
+	case BM_EV_KILLED:
+		/* the kernel stopped the offender; cgroup.kill ends the rest */
+		va.dim = e->dim == BM_DIM_MEM ? BM_P_MEM : BM_P_PIDS;
+		va.observed = (double)e->value;
+		va.threshold = (double)e->thresh - 1;
+		if (!s->act.ended) {
+			bm_act_do(&s->act, &va, "kernel", bm_now_ns());
+			s->lad.step = BM_STEP_KILL;
+		}
+		break;
+	default:
+		break;
+	}
+	/* a crossing (or anything else) is a reason to look now */
+	if (s->phase == BM_SUP_RUNNING)
+		arm_timer(s, 0);
+}
+
+/* What the ladder sees: levels (or their peak in this window), flows over this and the last window. */
+static void sample(struct bm_sup *s, const struct bm_meter *m, uint64_t now, struct bm_sample *sm)
+{
+	uint64_t W = m->window_ns, x = now / W, ooms, refused;
+	double cur, prev;
+	int p;
+
+	memset(sm, 0, sizeof(*sm));
+	for (p = 0; p < BM_P__MAX; p++) {
+		int d = pdim_dim[p];
+
+		if (d == BM_DIM_MEM || d == BM_DIM_PIDS) {
+			int64_t v = d == BM_DIM_MEM ? m->rss_bytes : m->tasks;
+
+			sm->value[p] = v > 0 ? (double)v : 0;
+			if (m->lvl_win == x && m->lvl_max[d] > sm->value[p])
+				sm->value[p] = (double)m->lvl_max[d];
+			continue;
+		}
+		/* a fresh window looks empty: take the last full one too */
+		cur = bm_window_flow(m, d, x);
+		prev = bm_window_flow(m, d, x - 1);
+		sm->value[p] = bm_window_display(d, cur > prev ? cur : prev, W);
+	}
+	bm_ceilings_events(&s->ceil, &ooms, &refused);
+	sm->breach[BM_P_MEM] = ooms > 0;
+	sm->breach[BM_P_PIDS] = refused > 0;
+}
+
+/* One turn of the ladder: sample, decide, act; returns when to look again. */
+static uint64_t evaluate(struct bm_sup *s, uint64_t now)
+{
+	uint64_t next, duty;
+	struct bm_verdict v;
+	struct bm_sample sm;
+	struct bm_meter m;
+	unsigned int i;
+	int p;
+
+	if (!s->acting || bm_loader__read(s->loader, s->cg, &m))
+		return UINT64_MAX;
+	sample(s, &m, now, &sm);
+	bm_policy_step(&s->o.policy, &s->lad, &sm, now, &v);
+	for (i = 0; i < v.n; i++)
+		/* a controller's refusal is the kernel's decision; a level's is ours */
+		bm_act_do(&s->act, &v.a[i], sm.breach[v.a[i].dim] ? "kernel" : "policy", now);
+	next = bm_policy_next_deadline(&s->o.policy, &s->lad);
+	duty = bm_act_tick(&s->act, now);
+	next = duty < next ? duty : next;
+	/*
+	 * Look again every window while anything is over its soft level or a
+	 * step is in force, and while a level sits near a ceiling a controller
+	 * holds: a refused fork or an OOM kill changes no level, so no crossing
+	 * would say so.
+	 */
+	for (p = 0; p < BM_P__MAX; p++) {
+		const struct bm_dim_rule *r = &s->o.policy.dim[p];
+		bool near = r->ceiling && s->ceil.controller[p] && sm.value[p] >= 0.9 * r->hard;
+
+		if (near || s->lad.above_since_ns[p] || s->lad.step != BM_STEP_OBSERVE)
+			next = now + m.window_ns < next ? now + m.window_ns : next;
+	}
+	return next;
+}
+
+/* The next look at a phase: PHASE_POLL_NS after entering it, backing off to PHASE_POLL_MAX_NS. */
+static uint64_t next_look(struct bm_sup *s, uint64_t now)
+{
+	uint64_t at = now + s->poll_ns;
+
+	s->poll_ns = 2 * s->poll_ns < PHASE_POLL_MAX_NS ? 2 * s->poll_ns : PHASE_POLL_MAX_NS;
+	return at;
+}
+
+static void enter_phase(struct bm_sup *s, enum bm_sup_phase phase, uint64_t deadline_ns)
+{
+	s->phase = phase;
+	s->phase_deadline_ns = deadline_ns;
+	s->poll_ns = PHASE_POLL_NS;
+}
+
+/* After the command: leftovers die, then the kernel frees every task; then done. */
+static uint64_t advance_phase(struct bm_sup *s, uint64_t now)
+{
+	struct bm_meter m;
+
+	if (s->phase == BM_SUP_LEFTOVERS) {
+		if (bm_cgroup__populated(s->cg) > 0 && now < s->phase_deadline_ns)
+			return next_look(s, now);
+		/* the effect lasted until its last task was gone */
+		s->end_ns = now;
+		bm_act_finish(&s->act, now);
+		enter_phase(s, BM_SUP_DRAINING, now + DRAIN_TIMEOUT_NS);
+	}
+	if (s->phase == BM_SUP_DRAINING) {
+		if (s->drained || now >= s->phase_deadline_ns ||
+		    (!bm_loader__read(s->loader, s->cg, &m) && (m.flags & BM_F_DRAINED)))
+			s->phase = BM_SUP_DONE;
+		else
+			return next_look(s, now);
+	}
+	return UINT64_MAX;
+}
+
+void bm_sup__tick(struct bm_sup *s)
+{
+	uint64_t ticks, now = bm_now_ns(), next = UINT64_MAX;
+
+	if (s->timer_fd >= 0 && read(s->timer_fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+		return;
+	arm_timer(s, UINT64_MAX);
+	if (s->phase == BM_SUP_RUNNING)
+		next = evaluate(s, now);
+	else if (s->phase == BM_SUP_LEFTOVERS || s->phase == BM_SUP_DRAINING)
+		next = advance_phase(s, now);
+	if (s->phase != BM_SUP_DONE)
+		arm_timer(s, next);
+}
+
+/* To the command by its pidfd when we are its parent, else to every process of the effect. */
+static void send_child(struct bm_sup *s, int sig)
+{
+	if (s->child.pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, s->child.pidfd, sig, NULL, 0);
+	else if (s->cg)
+		bm_cgroup__signal(s->cg, sig);
+}
+
+void bm_sup__cancel(struct bm_sup *s, int sig)
+{
+	s->cancelled = true;
+	if (s->phase == BM_SUP_RUNNING && sig)
+		send_child(s, sig);
+}
+
+void bm_sup__terminate(struct bm_sup *s, uint64_t grace_ns)
+{
+	if (s->phase != BM_SUP_RUNNING)
+		return;
+	s->cancelled = true;
+	s->terminating = true;
+	send_child(s, SIGTERM);
+	/* the deadline timer turns into the grace: when it fires, the whole cgroup dies */
+	arm_deadline(s, bm_now_ns() + grace_ns);
+}
+
+/* The deadline: SIGTERM first, then after a grace of a tenth of the timeout, the whole cgroup. */
+void bm_sup__on_deadline(struct bm_sup *s)
+{
+	uint64_t ticks, grace;
+
+	if (s->deadline_fd >= 0 && read(s->deadline_fd, &ticks, sizeof(ticks)) < 0)
+		return;
+	arm_deadline(s, UINT64_MAX);
+	if (s->phase != BM_SUP_RUNNING)
+		return;
+	if (s->terminating) {
+		bm_cgroup__kill(s->cg);
+		return;
+	}
+	if (!s->deadline) {
+		s->deadline = true;
+		send_child(s, SIGTERM);
+		grace = s->o.limits.timeout_ns / 10;
+		grace = grace < 100 * BM_NSEC_PER_MSEC ? 100 * BM_NSEC_PER_MSEC
+			: grace > 5 * BM_NSEC_PER_SEC ? 5 * BM_NSEC_PER_SEC : grace;
+		arm_deadline(s, bm_now_ns() + grace);
+		return;
+	}
+	bm_cgroup__kill(s->cg);
+}
+
+void bm_sup__exited(struct bm_sup *s, int wait_status)
+{
+	struct bm_meter m;
+	uint64_t now = bm_now_ns();
+
+	if (s->phase != BM_SUP_RUNNING)
+		return;
+	s->wait_status = wait_status;
+	s->end_ns = now;
+	arm_deadline(s, UINT64_MAX);
+	/* tasks the command left behind are not allowed to outlive the effect */
+	if (bm_cgroup__populated(s->cg) > 0) {
+		if (!bm_loader__read(s->loader, s->cg, &m) && !s->act.ended)
+			s->out.leftover_killed = m.tasks > 0 ? (uint64_t)m.tasks : 1;
+		bm_cgroup__kill(s->cg);
+		enter_phase(s, BM_SUP_LEFTOVERS, now + KILL_TIMEOUT_NS);
+	} else {
+		bm_act_finish(&s->act, now);
+		enter_phase(s, BM_SUP_DRAINING, now + DRAIN_TIMEOUT_NS);
+	}
+	arm_timer(s, 0);
+}
+
+bool bm_sup__done(const struct bm_sup *s)
+{
+	return s->phase == BM_SUP_DONE;
+}
+
+static void read_cgroup_stats(struct bm_sup *s)
+{
+	uint64_t v;
+
+	if (!bm_cgroup__read_key(s->cg, "cpu.pressure", "some", &v))
+		s->out.psi_cpu_us = (int64_t)v;
+	if (!bm_cgroup__read_key(s->cg, "memory.pressure", "some", &v))
+		s->out.psi_mem_us = (int64_t)v;
+	if (!bm_cgroup__read_key(s->cg, "io.pressure", "some", &v))
+		s->out.psi_io_us = (int64_t)v;
+	if (!bm_cgroup__read_key(s->cg, "cpu.stat", "usage_usec", &v))
+		s->out.cgroup_cpu_us = v;
+	/* the memory controller's own peak, where one charged the effect: a cross-check of ours */
+	s->out.cgroup_mem_peak = -1;
+	if (bm_ceilings_mem_peak(&s->ceil, &v) == 0)
+		s->out.cgroup_mem_peak = (int64_t)v;
+}
+
+/* How it ended: the ladder or the kernel at a ceiling, the deadline, or the command itself. */
+static void classify(struct bm_sup *s)
+{
+	uint64_t ooms, refused;
+
+	bm_outcome_classify(&s->out, s->wait_status < 0 ? 0 : s->wait_status, s->cancelled, s->exec_errno);
+	if (s->exec_errno)
+		return;
+	if (s->wait_status < 0) {
+		/* re-adopted: the exit status went to whoever reaped it */
+		s->out.exit_code = -1;
+		s->out.by = "process";
+	}
+	bm_ceilings_events(&s->ceil, &ooms, &refused);
+	if (s->deadline) {
+		s->out.reason = BM_REASON_DEADLINE;
+		s->out.by = "deadline";
+	} else if (s->act.ended) {
+		s->out.reason = pdim_reason[s->act.cause];
+		s->out.by = s->act.by;
+	} else if (ooms && s->out.exit_signal == SIGKILL) {
+		/* the memory controller's OOM killer got there first */
+		s->out.reason = BM_REASON_MEMORY_CEILING;
+		s->out.by = "kernel";
+	}
+}
+
+void bm_sup__finish(struct bm_sup *s)
+{
+	struct bm_meter m;
+	int err;
+
+	/* it never got as far as a cgroup and a meter: what the caller put in out stands */
+	if (!s->cg || !s->metered) {
+		s->out.sum = NULL;
+		return;
+	}
+	read_cgroup_stats(s);
+	s->out.wall_ns = s->end_ns - s->start_ns;
+	classify(s);
+	err = bm_loader__read(s->loader, s->cg, &m);
+	if (!err)
+		err = bm_window_finalize(&m, bm_window_last(&m, s->end_ns), &s->sum);
+	if (err) {
+		s->out.reason = BM_REASON_METER_ERROR;
+		s->out.by = "burstmeter";
+	}
+	s->out.sum = err ? NULL : &s->sum;
+	bm_loader__stats(s->loader, s->out.stats);
+}
+
+int bm_sup__release(struct bm_sup *s)
+{
+	int err = 0;
+
+	if (s->cg) {
+		if (s->metered)
+			bm_loader__del(s->loader, s->cg);
+		if (bm_cgroup__populated(s->cg) > 0 && !bm_cgroup__kill(s->cg))
+			bm_cgroup__wait_empty(s->cg, KILL_TIMEOUT_NS / BM_NSEC_PER_MSEC);
+		bm_ceilings_release(&s->ceil);
+		err = bm_cgroup__remove(s->cg);
+		bm_cgroup__free(s->cg);
+		s->cg = NULL;
+		s->out.cgroup = NULL;
+	}
+	s->metered = false;
+	if (s->child.pidfd >= 0)
+		close(s->child.pidfd);
+	if (s->deadline_fd >= 0)
+		close(s->deadline_fd);
+	if (s->timer_fd >= 0)
+		close(s->timer_fd);
+	s->child.pidfd = s->deadline_fd = s->timer_fd = -1;
+	s->deadline_at = s->timer_at = UINT64_MAX;
+	if (s->o.timers_moved)
+		s->o.timers_moved(s->o.timers_ctx);
+	return err;
+}

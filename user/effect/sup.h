@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The supervision of one effect, shared by `burstmeter run` (one effect)
+ * and the agent (many): its cgroup and ceilings, its meter, the ladder and
+ * the deadline while it runs, then the drain and the outcome. The caller
+ * owns the event loop: it polls the fds this hands out, routes ring-buffer
+ * records by cgroup id, and calls in; nothing here blocks.
+ *
+ *   start -> spawn | attach -> (events, timers) -> exited -> ... -> done
+ *
+ * Between exited and done: what the command left behind is killed, and
+ * the kernel is given time to free every task, so that the last slices are
+ * charged before the meter is read (bm_sup__done()).
+ */
+#ifndef BM_SUP_H
+#define BM_SUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "effect/act.h"
+#include "effect/ceiling.h"
+#include "base/cgroup.h"
+#include "effect/exec.h"
+#include "meter/loader.h"
+#include "effect/outcome.h"
+#include "base/parse.h"
+#include "effect/policy.h"
+#include "meter/window.h"
+
+struct bm_sup_opts {
+	const char *id, *tenant, *intent;
+	char *const *argv;		/* the command (also for attach: what the outcome names) */
+	struct bm_limits limits;
+	uint64_t window_ns;
+	struct bm_policy policy;	/* levels and steps; the ceilings are added from limits */
+	bool meter_only;		/* no controllers: the meter holds every ceiling */
+	bool no_fast_path;		/* no in-kernel kill at ceilings */
+	/*
+	 * No timerfds: the caller watches timer_at and deadline_at (one timer
+	 * for many effects) and calls bm_sup__tick() / bm_sup__on_deadline()
+	 * when they are due.
+	 */
+	bool shared_timers;
+	/* With shared_timers: called (with timers_ctx) whenever timer_at or deadline_at moves. */
+	void (*timers_moved)(void *ctx);
+	void *timers_ctx;
+};
+
+enum bm_sup_phase { BM_SUP_NEW, BM_SUP_RUNNING, BM_SUP_LEFTOVERS, BM_SUP_DRAINING, BM_SUP_DONE };
+
+struct bm_sup {
+	struct bm_sup_opts o;
+	struct bm_loader *loader;
+	struct bm_cgroup *cg;
+	struct bm_ceilings ceil;
+	struct bm_ladder lad;
+	struct bm_actuator act;
+	struct bm_child child;		/* pid/pidfd of the command (attach: of the attached process) */
+	int deadline_fd, timer_fd;	/* timerfds: the deadline; the ladder's and the drain's */
+	uint64_t deadline_at, timer_at;	/* when they fire (bm_now_ns()), UINT64_MAX: disarmed */
+	enum bm_sup_phase phase;
+	uint64_t start_ns, end_ns, phase_deadline_ns;
+	uint64_t poll_ns;		/* the next look at the phase is this far off */
+	int wait_status;
+	int exec_errno;			/* the command could not be started (126/127) */
+	bool cancelled, deadline, drained, acting, metered, terminating;
+	const char *failed_step;	/* what bm_sup__start() was doing when it failed */
+	char name[3 * BM_NAME_MAX];	/* the cgroup's directory name */
+	struct bm_outcome out;
+	struct bm_summary sum;
+};
+
+/* Zero s and mark every fd closed: bm_sup__release() is then always safe. */
+void bm_sup__init(struct bm_sup *s);
+
+/*
+ * Create the effect's cgroup under parent_dir, put the ceilings on it and
+ * register it with the meter. Returns 0 or -errno (s->failed_step names
+ * the step); on error bm_sup__release() removes what was made.
+ */
+int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_env *env,
+		  const char *parent_dir, const struct bm_sup_opts *o);
+
+/*
+ * Take over an effect an earlier agent started (its cgroup at cgroup_path
+ * and its meter still there): the ladder starts afresh, the meter's counts
+ * go on. Returns 0 or -errno (s->failed_step names the step).
+ */
+int bm_sup__adopt(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_env *env,
+		  const char *cgroup_path, const struct bm_sup_opts *o);
+
+/* Start the command in the cgroup: bm_effect_spawn()'s return (0, >0 exec errno, -errno). */
+int bm_sup__spawn(struct bm_sup *s);
+
+/* A ring-buffer record for this effect's cgroup. */
+void bm_sup__event(struct bm_sup *s, const struct bm_event *e);
+/* Call when timer_fd is readable (timer_at is due), or after events: runs the ladder and phases. */
+void bm_sup__tick(struct bm_sup *s);
+/* Deadline timer fired (deadline_fd readable, or deadline_at due). */
+void bm_sup__on_deadline(struct bm_sup *s);
+/* Pass a signal to the command, as a cancel (SIGINT/SIGTERM sent to burstmeter, or the API). */
+void bm_sup__cancel(struct bm_sup *s, int sig);
+/* Cancel from outside (the API): SIGTERM to every process, cgroup.kill after grace_ns. */
+void bm_sup__terminate(struct bm_sup *s, uint64_t grace_ns);
+/* The command exited (its wait status, when known; -1 if not ours to reap). */
+void bm_sup__exited(struct bm_sup *s, int wait_status);
+/* True once the outcome can be built: the cgroup is empty and the meter drained (or timed out). */
+bool bm_sup__done(const struct bm_sup *s);
+/* Read the meter, classify, fill s->out (s->out.sum may stay NULL: meter_error). */
+void bm_sup__finish(struct bm_sup *s);
+/* Unregister, kill and remove the cgroups, close fds. Idempotent. Returns the cgroup removal's 0 or -errno. */
+int bm_sup__release(struct bm_sup *s);
+
+#endif /* BM_SUP_H */

@@ -1,0 +1,728 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "base/common.h"
+#include "meter/loader.h"
+#include "meter.skel.h"
+
+/* Not in Debian 12's 6.1 uapi headers; the value is ABI (include/uapi/linux/bpf.h, 6.2). */
+#define BM_MAP_TYPE_CGRP_STORAGE ((enum bpf_map_type)32)
+
+/*
+ * libbpf warns about what we probe on purpose (a missing tracepoint, a map
+ * type this kernel lacks); a real load failure is reported by the caller,
+ * and -v shows libbpf's own account of it. A verifier log runs to many
+ * kilobytes: it is printed whole, a "burstmeter: " line per line of it, so
+ * that -v shows why a kernel refused a program.
+ */
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char *msg = NULL, *line, *save = NULL;
+	size_t i;
+
+	if (bm_log_get_level() < BM_LOG_DEBUG || vasprintf(&msg, fmt, ap) < 0)
+		return 0;
+	for (i = 0; msg[i]; i++)
+		if (((unsigned char)msg[i] < 0x20 && msg[i] != '\n') || msg[i] == 0x7f)
+			msg[i] = '?';
+	for (line = strtok_r(msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		fprintf(stderr, "burstmeter: %s\n", line);
+	free(msg);
+	return 0;
+}
+
+void bm_log_libbpf(void)
+{
+	libbpf_set_print(libbpf_print);
+}
+
+/* The maps userspace uses, by index: the same whether loaded or adopted from pins. */
+enum { M_CGST, M_CGHASH, M_MM, M_EVENTS, M_STATS, M_MOVED, M_META, M__MAX };
+/* As pinned; bpffs takes no dots, so bm_moved is pinned under a name of its own. */
+static const char *const map_names[M__MAX] = {
+	"bm_cgst", "bm_cghash", "bm_mm", "bm_events", "bm_stats", "bm_moved", "bm_meta",
+};
+
+/* The object's name of map i: global data is named after its section. */
+static const char *obj_map_name(int i)
+{
+	return i == M_MOVED ? ".data.moved" : map_names[i];
+}
+
+#define MAX_LINKS 16
+
+struct bm_loader {
+	struct bm_meter_bpf *skel;	/* NULL when adopted */
+	struct bpf_link *links[MAX_LINKS];
+	int n_links;
+	int fd[M__MAX];			/* dup'ed or bpf_obj_get: ours to close */
+	struct ring_buffer *rb;
+	struct bm_features feat;
+	bm_event_fn on_event;
+	void *ctx;
+	char pin_dir[PATH_MAX];
+	uint32_t ring_bytes;		/* asked for, 0: the object's */
+	bool adopted;
+	volatile uint8_t *moved;	/* bm_moved, mapped */
+	uint8_t slot_used[BM_MOVED_SLOTS / 8];
+	uint32_t slot_next;		/* where the search for a free slot starts */
+	uint64_t *stale;		/* cgroups whose meters went: their mms are forgotten in one pass */
+	size_t n_stale, cap_stale;
+};
+
+static bool btf_has_tracepoint(const struct btf *vmlinux, const char *tp)
+{
+	char name[128];
+
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	return btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) > 0;
+}
+
+/*
+ * The hrtimer function of the scheduler tick: tick_nohz_handler since 6.9,
+ * tick_sched_timer before. /proc/kallsyms is 5 MB the kernel formats as we
+ * read: big reads, a substring search, and a stop as soon as it is found
+ * (the symbols come in address order, the tick's a third of the way in).
+ */
+static uint64_t find_tick_fn(void)
+{
+	static const char *const names[] = { " tick_nohz_handler\n", " tick_sched_timer\n" };
+	size_t keep = 0, len, i;
+	uint64_t found = 0;
+	char *buf, *hit, *line;
+	ssize_t n;
+	int fd;
+
+	fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+	buf = malloc(1 << 20);
+	while (fd >= 0 && buf && !found && (n = read(fd, buf + keep, (1 << 20) - keep - 1)) > 0) {
+		len = keep + (size_t)n;
+		buf[len] = '\0';
+		for (i = 0; i < BM_ARRAY_SIZE(names) && !found; i++) {
+			hit = strstr(buf, names[i]);
+			if (!hit)
+				continue;
+			for (line = hit; line > buf && line[-1] != '\n'; line--)
+				;
+			found = strtoull(line, NULL, 16);
+		}
+		/* a name may straddle two reads: carry the last partial line over */
+		line = memrchr(buf, '\n', len);
+		keep = line ? len - (size_t)(line + 1 - buf) : 0;
+		memmove(buf, buf + len - keep, keep);
+	}
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return found;
+}
+
+static unsigned int page_shift(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned int shift = 0;
+
+	while (page > 1) {
+		page >>= 1;
+		shift++;
+	}
+	return shift;
+}
+
+
+/* Choose programs and map types for this kernel, between open and load. */
+static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum bm_net_source net,
+		      bool force_hash, uint32_t ring_bytes, const struct btf *vmlinux)
+{
+	struct bpf_program *p;
+	uint64_t tick_fn = find_tick_fn();
+
+	feat->cgrp_storage = !force_hash && libbpf_probe_bpf_map_type(BM_MAP_TYPE_CGRP_STORAGE, NULL) > 0;
+	skel->rodata->cfg_cgrp_storage = feat->cgrp_storage;
+	skel->rodata->cfg_page_shift = page_shift();
+	skel->rodata->cfg_tick_fn = tick_fn;
+	if (ring_bytes)
+		bpf_map__set_max_entries(skel->maps.bm_events, ring_bytes);
+	/* the unused meter map stays referenced by dead code: make it a 1-entry hash */
+	if (feat->cgrp_storage) {
+		bpf_map__set_max_entries(skel->maps.bm_cghash, 1);
+	} else {
+		bpf_map__set_type(skel->maps.bm_cgst, BPF_MAP_TYPE_HASH);
+		bpf_map__set_max_entries(skel->maps.bm_cgst, 1);
+	}
+
+	/* a tracepoint this kernel lacks is left out, never guessed at */
+	bpf_object__for_each_program(p, skel->obj) {
+		const char *sec = bpf_program__section_name(p);
+
+		if (!strncmp(sec, "tp_btf/", 7) && !btf_has_tracepoint(vmlinux, sec + 7))
+			bpf_program__set_autoload(p, false);
+	}
+	feat->tick = tick_fn && bpf_program__autoload(skel->progs.bm_tick);
+	bpf_program__set_autoload(skel->progs.bm_tick, feat->tick);
+	feat->reclaim = bpf_program__autoload(skel->progs.bm_dreclaim_beg) &&
+			bpf_program__autoload(skel->progs.bm_dreclaim_end);
+
+	if (net == BM_NET_SRC_TP && !bpf_program__autoload(skel->progs.bm_net_send))
+		net = BM_NET_SRC_FEXIT;
+	bpf_program__set_autoload(skel->progs.bm_net_send, net == BM_NET_SRC_TP);
+	bpf_program__set_autoload(skel->progs.bm_net_inet, net == BM_NET_SRC_FEXIT);
+	bpf_program__set_autoload(skel->progs.bm_net_inet6, net == BM_NET_SRC_FEXIT);
+	feat->net = net;
+	bm_dbg("meters in %s; CPU charged at %s; reclaim %s; network from %s",
+	       feat->cgrp_storage ? "cgroup storage" : "a hash by cgroup id",
+	       feat->tick ? "switches and ticks" : "switches only", feat->reclaim ? "on" : "off", bm_net_source_name(feat->net));
+}
+
+/* Attach every program that loaded, keeping the links (to pin them). */
+static int attach(struct bm_loader *l)
+{
+	struct bpf_program *p;
+	struct bpf_link *link;
+
+	bpf_object__for_each_program(p, l->skel->obj) {
+		if (!bpf_program__autoload(p))
+			continue;
+		link = bpf_program__attach(p);
+		if (!link)
+			return -errno;
+		if (l->n_links >= MAX_LINKS) {
+			bpf_link__destroy(link);
+			return -E2BIG;
+		}
+		l->links[l->n_links++] = link;
+	}
+	return 0;
+}
+
+static void detach(struct bm_loader *l)
+{
+	while (l->n_links)
+		bpf_link__destroy(l->links[--l->n_links]);
+}
+
+static int load(struct bm_loader *l, bool force_hash)
+{
+	enum bm_net_source net = BM_NET_SRC_TP;
+	struct btf *vmlinux;
+	int err;
+
+	vmlinux = btf__load_vmlinux_btf();
+	if (!vmlinux)
+		return -errno;
+	for (;;) {
+		l->skel = bm_meter_bpf__open();
+		if (!l->skel) {
+			err = -errno;
+			break;
+		}
+		configure(l->skel, &l->feat, net, force_hash, l->ring_bytes, vmlinux);
+		err = bm_meter_bpf__load(l->skel);
+		if (!err)
+			err = attach(l);
+		/* fexit is refused on some kernels (EPERM, no trampolines): meter without net */
+		if (!err || l->feat.net != BM_NET_SRC_FEXIT)
+			break;
+		bm_dbg("fexit network hooks unavailable (%s), metering without network", strerror(-err));
+		detach(l);
+		bm_meter_bpf__destroy(l->skel);
+		l->skel = NULL;
+		net = BM_NET_SRC_NONE;
+	}
+	btf__free(vmlinux);
+	return err;
+}
+
+const char *bm_net_source_name(enum bm_net_source n)
+{
+	return n == BM_NET_SRC_TP ? "sock_send_length" : n == BM_NET_SRC_FEXIT ? "fexit" : "none";
+}
+
+static uint32_t feature_bits(const struct bm_features *f)
+{
+	return (f->cgrp_storage ? BM_META_CGRP_STORAGE : 0) | (f->tick ? BM_META_TICK : 0) |
+	       (f->reclaim ? BM_META_RECLAIM : 0) |
+	       (f->net == BM_NET_SRC_TP ? BM_META_NET_TP : 0) |
+	       (f->net == BM_NET_SRC_FEXIT ? BM_META_NET_FEXIT : 0);
+}
+
+static int pin_path(const struct bm_loader *l, const char *name, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/%s", l->pin_dir, name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Pin the maps and links, and say what they are in bm_meta. */
+static int pin(struct bm_loader *l)
+{
+	struct bm_meta meta = { .abi = BM_ABI_VERSION, .features = feature_bits(&l->feat) };
+	char path[PATH_MAX], name[64];
+	uint32_t zero = 0;
+	int i, err;
+
+	if (mkdir(l->pin_dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if (bpf_map_update_elem(l->fd[M_META], &zero, &meta, 0))
+		return -errno;
+	for (i = 0; i < M__MAX; i++) {
+		err = pin_path(l, map_names[i], path, sizeof(path));
+		if (!err && bpf_obj_pin(l->fd[i], path))
+			err = -errno;
+		if (err)
+			return err;
+	}
+	for (i = 0; i < l->n_links; i++) {
+		/* bpffs refuses names with a dot (it keeps them for its own files) */
+		snprintf(name, sizeof(name), "link_%d", i);
+		err = pin_path(l, name, path, sizeof(path));
+		if (!err)
+			err = bpf_link__pin(l->links[i], path);
+		if (err) {
+			bm_dbg("failed to pin %s: %s", path, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* A meter pinned by an agent of the same ABI: use its maps; its programs stay attached. */
+static int adopt(struct bm_loader *l)
+{
+	struct bm_meta meta;
+	char path[PATH_MAX];
+	uint32_t zero = 0;
+	int i, err;
+
+	err = pin_path(l, "bm_meta", path, sizeof(path));
+	if (err)
+		return err;
+	l->fd[M_META] = bpf_obj_get(path);
+	if (l->fd[M_META] < 0)
+		return -errno;
+	if (bpf_map_lookup_elem(l->fd[M_META], &zero, &meta))
+		return -errno;
+	if (meta.abi != BM_ABI_VERSION)
+		return -EPROTO;
+	for (i = 0; i < M__MAX - 1; i++) {
+		err = pin_path(l, map_names[i], path, sizeof(path));
+		if (err)
+			return err;
+		l->fd[i] = bpf_obj_get(path);
+		if (l->fd[i] < 0)
+			return -errno;
+	}
+	/* maps without the switch program's link would meter nothing: a half-made pin set */
+	err = pin_path(l, "link_0", path, sizeof(path));
+	if (err || access(path, F_OK) < 0)
+		return err ? err : -ENOENT;
+	l->feat.cgrp_storage = meta.features & BM_META_CGRP_STORAGE;
+	l->feat.tick = meta.features & BM_META_TICK;
+	l->feat.reclaim = meta.features & BM_META_RECLAIM;
+	l->feat.net = meta.features & BM_META_NET_TP ? BM_NET_SRC_TP
+		      : meta.features & BM_META_NET_FEXIT ? BM_NET_SRC_FEXIT : BM_NET_SRC_NONE;
+	l->adopted = true;
+	return 0;
+}
+
+int bm_loader__unpin(struct bm_loader *l)
+{
+	struct dirent *de;
+	char path[PATH_MAX];
+	DIR *d;
+	int err = 0;
+
+	if (!l->pin_dir[0])
+		return 0;
+	d = opendir(l->pin_dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || pin_path(l, de->d_name, path, sizeof(path)))
+			continue;
+		if (unlink(path) < 0 && !err)
+			err = -errno;
+	}
+	closedir(d);
+	if (rmdir(l->pin_dir) < 0 && !err && errno != ENOENT)
+		err = -errno;
+	return err;
+}
+
+/* Load fresh (pinning where asked), or adopt what an earlier agent pinned. */
+static int load_or_adopt(struct bm_loader *l, bool force_hash, bool adopt_only)
+{
+	int i, err;
+
+	if (l->pin_dir[0]) {
+		err = adopt(l);
+		if (!err || adopt_only)
+			return err;
+		/* nothing pinned, or another ABI: start over */
+		bm_dbg("not adopting %s: %s", l->pin_dir, strerror(-err));
+		for (i = 0; i < M__MAX; i++) {
+			if (l->fd[i] >= 0)
+				close(l->fd[i]);
+			l->fd[i] = -1;
+		}
+		bm_loader__unpin(l);
+	}
+	err = load(l, force_hash);
+	if (err)
+		return err;
+	for (i = 0; i < M__MAX; i++) {
+		struct bpf_map *m = bpf_object__find_map_by_name(l->skel->obj, obj_map_name(i));
+
+		l->fd[i] = m ? dup(bpf_map__fd(m)) : -1;
+		if (l->fd[i] < 0)
+			return m ? -errno : -ENOENT;
+	}
+	return l->pin_dir[0] ? pin(l) : 0;
+}
+
+bool bm_loader__adopted(const struct bm_loader *l)
+{
+	return l->adopted;
+}
+
+int bm_loader__prog_ids(const struct bm_loader *l, uint32_t *ids, int max)
+{
+	struct bpf_link_info info;
+	uint32_t len;
+	int i, n = 0;
+
+	for (i = 0; i < l->n_links && n < max; i++) {
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (!bpf_obj_get_info_by_fd(bpf_link__fd(l->links[i]), &info, &len))
+			ids[n++] = info.prog_id;
+	}
+	return n;
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct bm_loader *l = ctx;
+
+	if (size >= sizeof(struct bm_event) && l->on_event)
+		l->on_event(data, l->ctx);
+	return 0;
+}
+
+struct bm_loader *bm_loader__open(const struct bm_loader_opts *opts)
+{
+	struct bm_loader *l;
+	int err, i;
+
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	for (i = 0; i < M__MAX; i++)
+		l->fd[i] = -1;
+	l->on_event = opts ? opts->on_event : NULL;
+	l->ctx = opts ? opts->ctx : NULL;
+	l->ring_bytes = opts ? opts->ring_bytes : 0;
+	if (opts && opts->pin_dir)
+		snprintf(l->pin_dir, sizeof(l->pin_dir), "%s", opts->pin_dir);
+	err = load_or_adopt(l, opts && opts->force_hash, opts && opts->adopt_only);
+	if (err)
+		goto err_free;
+	l->moved = mmap(NULL, BM_MOVED_SLOTS, PROT_READ | PROT_WRITE, MAP_SHARED, l->fd[M_MOVED], 0);
+	if (l->moved == MAP_FAILED) {
+		l->moved = NULL;
+		err = -errno;
+		goto err_free;
+	}
+	l->rb = ring_buffer__new(l->fd[M_EVENTS], on_record, l, NULL);
+	if (!l->rb) {
+		err = -errno;
+		goto err_free;
+	}
+	return l;
+
+err_free:
+	bm_loader__free(l);
+	errno = -err;
+	return NULL;
+}
+
+void bm_loader__free(struct bm_loader *l)
+{
+	int i;
+
+	if (!l)
+		return;
+	bm_loader__forget_stale(l);
+	free(l->stale);
+	ring_buffer__free(l->rb);
+	if (l->moved)
+		munmap((void *)l->moved, BM_MOVED_SLOTS);
+	for (i = 0; i < M__MAX; i++)
+		if (l->fd[i] >= 0)
+			close(l->fd[i]);
+	detach(l);
+	bm_meter_bpf__destroy(l->skel);
+	free(l);
+}
+
+const struct bm_features *bm_loader__features(const struct bm_loader *l)
+{
+	return &l->feat;
+}
+
+/* The meter map and the key it wants: the cgroup's fd for storage, its id for the hash. */
+static int meter_map(struct bm_loader *l, const struct bm_cgroup *cg, const void **key)
+{
+	if (l->feat.cgrp_storage) {
+		*key = &cg->dirfd;
+		return l->fd[M_CGST];
+	}
+	*key = &cg->id;
+	return l->fd[M_CGHASH];
+}
+
+static bool slot_used(const struct bm_loader *l, uint32_t s)
+{
+	return s < BM_MOVED_SLOTS && (l->slot_used[s / 8] & (1U << (s % 8)));
+}
+
+static void slot_set(struct bm_loader *l, uint32_t s, bool used)
+{
+	if (s >= BM_MOVED_SLOTS)
+		return;
+	if (used)
+		l->slot_used[s / 8] |= (uint8_t)(1U << (s % 8));
+	else
+		l->slot_used[s / 8] &= (uint8_t)~(1U << (s % 8));
+}
+
+/* A free slot (marked used), or BM_SLOT_NONE when all are taken. */
+static uint32_t slot_alloc(struct bm_loader *l)
+{
+	uint32_t i, s;
+
+	for (i = 0; i < BM_MOVED_SLOTS; i++) {
+		s = (l->slot_next + i) % BM_MOVED_SLOTS;
+		if (!slot_used(l, s)) {
+			slot_set(l, s, true);
+			l->slot_next = (s + 1) % BM_MOVED_SLOTS;
+			return s;
+		}
+	}
+	return BM_SLOT_NONE;
+}
+
+int bm_loader__add(struct bm_loader *l, const struct bm_cgroup *cg, uint64_t window_ns,
+		   uint64_t start_ns, const uint64_t thresh[BM_DIM__MAX])
+{
+	struct bm_meter m = { 0 };
+	const void *key;
+	int fd;
+
+	if (window_ns < BM_WINDOW_NS_MIN || window_ns > BM_WINDOW_NS_MAX)
+		return -EINVAL;
+	m.window_ns = window_ns;
+	m.first_win = m.last_win = m.lvl_win = start_ns / window_ns;
+	if (thresh)
+		memcpy(m.thresh, thresh, sizeof(m.thresh));
+	m.slot = slot_alloc(l);
+	if (m.slot != BM_SLOT_NONE)
+		l->moved[m.slot] = 0;
+	fd = meter_map(l, cg, &key);
+	if (bpf_map_update_elem(fd, key, &m, BPF_NOEXIST)) {
+		slot_set(l, m.slot, false);
+		return -errno;
+	}
+	return 0;
+}
+
+void bm_loader__claim(struct bm_loader *l, uint32_t slot)
+{
+	slot_set(l, slot, true);
+}
+
+const volatile uint8_t *bm_loader__marks(const struct bm_loader *l)
+{
+	return l->moved;
+}
+
+void bm_loader__unmark(struct bm_loader *l, uint32_t slot)
+{
+	if (slot < BM_MOVED_SLOTS && l->moved[slot])
+		l->moved[slot] = 0;
+}
+
+int bm_loader__arm(struct bm_loader *l, const struct bm_cgroup *cg,
+		   const uint64_t thresh[BM_DIM__MAX], const uint64_t kill_at[BM_DIM__MAX])
+{
+	struct bm_meter m;
+	const void *key;
+	int fd = meter_map(l, cg, &key);
+
+	/* read-modify-write: the meter is armed before its first task starts */
+	if (bpf_map_lookup_elem_flags(fd, key, &m, BPF_F_LOCK))
+		return -errno;
+	if (thresh)
+		memcpy(m.thresh, thresh, sizeof(m.thresh));
+	if (kill_at)
+		memcpy(m.kill_at, kill_at, sizeof(m.kill_at));
+	if (bpf_map_update_elem(fd, key, &m, BPF_EXIST | BPF_F_LOCK))
+		return -errno;
+	return 0;
+}
+
+int bm_loader__read(struct bm_loader *l, const struct bm_cgroup *cg, struct bm_meter *out)
+{
+	const void *key;
+	int fd = meter_map(l, cg, &key);
+
+	if (bpf_map_lookup_elem_flags(fd, key, out, BPF_F_LOCK))
+		return -errno;
+	return 0;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * Forget the mms charged to cgroups whose meters went (their teardown
+ * happened out of their sight). The map holds an entry per live mm of every
+ * effect, so it is read in batches (a few syscalls), once for all the
+ * meters gone since the last pass: a pass per ended effect made 10,000
+ * ending at once read 10,000 entries each.
+ */
+void bm_loader__forget_stale(struct bm_loader *l)
+{
+	enum { BATCH = 1024 };
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	uint64_t *keys, *stale = NULL, *p, in, out;
+	struct bm_mm_state *vals;
+	size_t n = 0, cap = 0, i;
+	bool short_of_memory = false;
+	uint32_t count;
+	void *from = NULL;
+	int fd = l->fd[M_MM], err;
+
+	if (!l->n_stale)
+		return;
+	qsort(l->stale, l->n_stale, sizeof(*l->stale), cmp_u64);
+	keys = malloc(BATCH * sizeof(*keys));
+	vals = malloc(BATCH * sizeof(*vals));
+	err = short_of_memory = !keys || !vals;
+	while (!err) {
+		count = BATCH;
+		err = bpf_map_lookup_batch(fd, from, &out, keys, vals, &count, &opts);
+		if (err && errno != ENOENT)
+			count = 0;
+		for (i = 0; i < count; i++) {
+			if (!bsearch(&vals[i].cgid, l->stale, l->n_stale, sizeof(*l->stale), cmp_u64))
+				continue;
+			/* deleted once the walk is done: deleting under it would skip entries */
+			if (n == cap) {
+				p = realloc(stale, (cap ? 2 * cap : 256) * sizeof(*p));
+				short_of_memory |= !p;
+				if (!p)
+					break;
+				stale = p;
+				cap = cap ? 2 * cap : 256;
+			}
+			stale[n++] = keys[i];
+		}
+		in = out;
+		from = &in;
+	}
+	free(keys);
+	free(vals);
+	for (i = 0; i < n; i++)
+		(void)bpf_map_delete_elem(fd, &stale[i]);
+	free(stale);
+	/* short of memory, some were not taken: the next pass looks for them again */
+	if (!short_of_memory)
+		l->n_stale = 0;
+}
+
+static void drop_mms(struct bm_loader *l, uint64_t cgid)
+{
+	uint64_t *p;
+
+	if (l->n_stale == l->cap_stale) {
+		p = realloc(l->stale, (l->cap_stale ? 2 * l->cap_stale : 64) * sizeof(*p));
+		if (!p) {
+			/* no room to grow: forget the waiting ones now, which makes room (none yet: lost) */
+			bm_loader__forget_stale(l);
+			if (!l->cap_stale)
+				return;
+		} else {
+			l->stale = p;
+			l->cap_stale = l->cap_stale ? 2 * l->cap_stale : 64;
+		}
+	}
+	l->stale[l->n_stale++] = cgid;
+}
+
+int bm_loader__del(struct bm_loader *l, const struct bm_cgroup *cg)
+{
+	const void *key;
+	int fd = meter_map(l, cg, &key), err = 0;
+	struct bm_meter m;
+
+	if (!bpf_map_lookup_elem(fd, key, &m))
+		slot_set(l, m.slot, false);
+	if (bpf_map_delete_elem(fd, key))
+		err = -errno;
+	drop_mms(l, cg->id);
+	return err;
+}
+
+int bm_loader__stats(struct bm_loader *l, uint64_t out[BM_STAT__MAX])
+{
+	int ncpu = libbpf_num_possible_cpus(), fd = l->fd[M_STATS];
+	uint32_t i;
+	int c;
+
+	if (ncpu < 0)
+		return ncpu;
+	uint64_t vals[ncpu];
+
+	for (i = 0; i < BM_STAT__MAX; i++) {
+		if (bpf_map_lookup_elem(fd, &i, vals))
+			return -errno;
+		out[i] = 0;
+		for (c = 0; c < ncpu; c++)
+			out[i] += vals[c];
+	}
+	return 0;
+}
+
+int bm_loader__event_fd(const struct bm_loader *l)
+{
+	return ring_buffer__epoll_fd(l->rb);
+}
+
+int bm_loader__poll(struct bm_loader *l, int timeout_ms)
+{
+	int n = ring_buffer__poll(l->rb, timeout_ms);
+
+	return n == -EINTR ? 0 : n;
+}
+
+int bm_loader__consume(struct bm_loader *l)
+{
+	return ring_buffer__consume(l->rb);
+}

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The meter's lifecycle: probe what this kernel offers, load and attach the
+ * skeleton, register effect cgroups, read their meters, drain the ring buffer.
+ */
+#ifndef BM_LOADER_H
+#define BM_LOADER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bm_abi.h"
+#include "base/cgroup.h"
+
+struct bm_loader;
+
+typedef void (*bm_event_fn)(const struct bm_event *e, void *ctx);
+
+struct bm_loader_opts {
+	bool force_hash;	/* meters in a hash map even where cgroup storage exists */
+	bm_event_fn on_event;	/* called from bm_loader__poll() for each record */
+	void *ctx;
+	/*
+	 * Pin maps and links under this bpffs directory (the agent), so that
+	 * metering goes on while no agent runs; a meter already pinned there
+	 * with the same ABI is adopted instead of loading a second one.
+	 */
+	const char *pin_dir;
+	/* With pin_dir: adopt what is pinned there or fail (-ENOENT); never load or pin (views). */
+	bool adopt_only;
+	/* The ring buffer's size (a power of 2, pages), 0: the object's 256 KiB. Not when adopting. */
+	uint32_t ring_bytes;
+};
+
+/* Where bytes sent come from: the 6.3+ tracepoint, fexit on inet_sendmsg (6.1), or nowhere. */
+enum bm_net_source { BM_NET_SRC_NONE, BM_NET_SRC_TP, BM_NET_SRC_FEXIT };
+
+/* What the probes chose, for the outcome and for tests. */
+struct bm_features {
+	bool cgrp_storage;	/* else: hash by cgroup id */
+	bool tick;		/* CPU charged at every scheduler tick too */
+	bool reclaim;		/* vmscan reclaim begin/end tracepoints */
+	enum bm_net_source net;
+};
+
+/* "sock_send_length", "fexit" or "none", as the outcome names them. */
+const char *bm_net_source_name(enum bm_net_source n);
+
+/* Probe, load and attach (or adopt the pinned meter). Returns NULL and sets errno. */
+struct bm_loader *bm_loader__open(const struct bm_loader_opts *opts);
+/* Close our handles; what is pinned stays attached. NULL-safe. */
+void bm_loader__free(struct bm_loader *l);
+/* Was the meter adopted from pins rather than loaded? */
+bool bm_loader__adopted(const struct bm_loader *l);
+/* Remove the pins (the programs detach once the last handle closes). Returns 0 or -errno. */
+int bm_loader__unpin(struct bm_loader *l);
+/* Program ids of the meter (for bpf_stats), up to max; returns how many. */
+int bm_loader__prog_ids(const struct bm_loader *l, uint32_t *ids, int max);
+const struct bm_features *bm_loader__features(const struct bm_loader *l);
+
+/*
+ * Start metering cg with windows of window_ns from now: first_win and
+ * cur_win are set from start_ns, thresh[] (may be NULL) raises crossings.
+ * Returns 0 or -errno (-EEXIST if it is metered already).
+ */
+int bm_loader__add(struct bm_loader *l, const struct bm_cgroup *cg, uint64_t window_ns,
+		   uint64_t start_ns, const uint64_t thresh[BM_DIM__MAX]);
+/*
+ * Set cg's crossing thresholds and the levels the kernel kills at (either
+ * may be NULL to leave it), under the meter's lock. Returns 0 or -errno.
+ */
+int bm_loader__arm(struct bm_loader *l, const struct bm_cgroup *cg,
+		   const uint64_t thresh[BM_DIM__MAX], const uint64_t kill_at[BM_DIM__MAX]);
+/* Copy cg's meter, taken under its lock. Returns 0 or -errno. */
+int bm_loader__read(struct bm_loader *l, const struct bm_cgroup *cg, struct bm_meter *out);
+/*
+ * The marks, BM_MOVED_SLOTS bytes (bm_moved, mapped): marks[slot] is set
+ * when the meter in that slot (bm_meter.slot) moved since it was cleared.
+ * Clear it before reading the meter, so that a move after the read marks
+ * it again; a meter in BM_SLOT_NONE is never marked.
+ */
+const volatile uint8_t *bm_loader__marks(const struct bm_loader *l);
+void bm_loader__unmark(struct bm_loader *l, uint32_t slot);
+/* A meter adopted from pins keeps its slot: no new meter may be given it. */
+void bm_loader__claim(struct bm_loader *l, uint32_t slot);
+/*
+ * Stop metering cg; the mms charged to it are forgotten by the next
+ * bm_loader__forget_stale() (or bm_loader__free()). Returns 0 or -errno.
+ */
+int bm_loader__del(struct bm_loader *l, const struct bm_cgroup *cg);
+/* Forget the mms of every meter deleted since the last call: one pass over bm_mm. */
+void bm_loader__forget_stale(struct bm_loader *l);
+/* Sum the per-CPU drop counters. Returns 0 or -errno. */
+int bm_loader__stats(struct bm_loader *l, uint64_t out[BM_STAT__MAX]);
+/* fd that becomes readable when records wait; bm_loader__poll(l, 0) consumes them. */
+int bm_loader__event_fd(const struct bm_loader *l);
+/* Consume records (calling opts.on_event). Returns records consumed or -errno. */
+int bm_loader__poll(struct bm_loader *l, int timeout_ms);
+/* The same without a syscall (nothing waits): cheap enough to call between any two jobs. */
+int bm_loader__consume(struct bm_loader *l);
+
+#endif /* BM_LOADER_H */
