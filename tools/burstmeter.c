@@ -4,11 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/agent_cmds.h"
-#include "base/common.h"
-#include "views/hist.h"
-#include "cli/run.h"
 #include "agent/spawner.h"
+#include "base/common.h"
+#include "cli/agent_cmds.h"
+#include "cli/run.h"
+#include "views/hist.h"
 #include "views/top.h"
 
 #ifndef BM_VERSION
@@ -96,6 +96,6 @@ int main(int argc, char **argv)
 		bm_err("unknown or ambiguous command '%s' (see 'burstmeter help')", argv[1]);
 		return BM_EXIT_USAGE;
 	}
-	/* run's bad usage is 125 (timeout(1)'s convention); the others use 2 */
+	/* bad usage is 125 for every command, as for run (timeout(1)'s convention) */
 	return c->fn(argc - 1, argv + 1);
 }

@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Per-cgroup windows: the arithmetic every hook shares. All of it runs with
- * the meter's spin lock held, so nothing here calls a helper and every
- * function is __always_inline (6.1 refuses bpf-to-bpf calls under a lock).
- *
- * Nothing here loops over windows: the verifier walks every iteration of a
- * loop, and loops whose exits leave different ranges behind multiply into
- * millions of states. Flow slots close lazily when a newer window needs
- * them; a level closes the windows since its last event in one bulk add.
- * Windows no event touched are counted by userspace (user/meter/window.c) from
- * the effect's length, so an idle cgroup costs nothing.
+ * Per-cgroup windows: the arithmetic every hook shares. Within a window an
+ * event is one atomic add to its CPU's lane, without the lock; the meter's
+ * spin lock is taken only to open a window's slot (bm_slot_open(), and the
+ * level updates), and what runs under it calls no helper and no function
+ * (6.1 refuses bpf-to-bpf calls under a lock), so it is __always_inline.
+ * Outside the lock: bpf_get_smp_processor_id() for the lane, and one loop,
+ * bpf_loop() over the windows of a long CPU interval (bm_add_interval()),
+ * whose body is the one function that is not inlined: the verifier checks
+ * it once, where an unrolled loop multiplied into millions of states.
+ * Flow slots close lazily when a newer window needs them; a level closes
+ * the windows since its last event in one bulk add. Windows no event
+ * touched are counted by userspace (user/meter/window.c) from the effect's
+ * length, so an idle cgroup costs nothing.
  */
 #ifndef BM_WINDOW_BPF_H
 #define BM_WINDOW_BPF_H

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * user/effect/outcome.h: the outcome is a contract (DESIGN.md, schema
+ * user/effect/outcome.h: the outcome is a contract (docs/DESIGN.md, schema
  * burstmeter.outcome/v1) that harnesses parse, so the JSON is checked the
  * way they read it: dumped, parsed back, every field at its type and value.
  */

@@ -2,7 +2,7 @@
 /*
  * user/cli/run_opts.h bm_run_parse_args(): input is validated before anything is
  * created, and a bad value gets one line on stderr naming the flag
- * (DESIGN.md). stdout and stderr are captured around every call so the
+ * (docs/DESIGN.md). stdout and stderr are captured around every call so the
  * tests can hold the parser to that, and so --help does not mix into TAP.
  */
 #include <errno.h>

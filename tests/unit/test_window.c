@@ -436,7 +436,7 @@ static void test_display_converts_units(void **state)
 
 static void test_dim_names_match_the_outcome_contract(void **state)
 {
-	/* the peak{} keys of DESIGN.md and the --dim values of `burstmeter hist` */
+	/* the peak{} keys of docs/DESIGN.md and the --dim values of `burstmeter hist` */
 	assert_string_equal(bm_window_dim_name(BM_DIM_CPU), "cpu_cores");
 	assert_string_equal(bm_window_dim_name(BM_DIM_MEM), "memory_bytes");
 	assert_string_equal(bm_window_dim_name(BM_DIM_PIDS), "pids");

@@ -20,11 +20,11 @@
 #include "agent/finish.h"
 #include "agent/index.h"
 #include "agent/shim.h"
+#include "agent/spawner.h"
 #include "agent/watch.h"
 #include "base/common.h"
-#include "effect/policy_yaml.h"
 #include "effect/egress.h"
-#include "agent/spawner.h"
+#include "effect/policy_yaml.h"
 
 static int grow(struct bm_agent *a)
 {

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "agent/config.h"
-#include "bm_abi.h"
 #include "base/common.h"
 #include "base/yamldoc.h"
+#include "bm_abi.h"
 
 #define CFG_MAX_BYTES (64 * 1024)
 

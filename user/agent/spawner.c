@@ -25,8 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "base/common.h"
 #include "agent/spawner.h"
+#include "base/common.h"
 
 #define SP_MAX_JOIN 8
 #define SP_MAX_FDS (2 + SP_MAX_JOIN + 3)	/* memfd, cgroup, join slots, stdio */

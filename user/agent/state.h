@@ -14,9 +14,9 @@
 
 #include "agent/config.h"
 #include "agent/request.h"
-#include "meter/series.h"
 #include "agent/store.h"
 #include "effect/sup.h"
+#include "meter/series.h"
 
 struct bm_agent;
 
@@ -83,7 +83,7 @@ struct ag_effect {
  */
 #define AG_TICK_READS 256
 
-/* Effects by a 64-bit key (agent_index.c). */
+/* Effects by a 64-bit key (index.c). */
 struct ag_index {
 	uint64_t *key;
 	struct ag_effect **val;

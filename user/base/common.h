@@ -29,8 +29,6 @@ void bm_log_set_level(enum bm_log_level level);
 enum bm_log_level bm_log_get_level(void);
 /* When set, errors are printed as {"error": "..."} so scripts never parse prose. */
 void bm_log_set_json(bool json);
-/* Route libbpf's messages through bm_log (its debug output only at BM_LOG_DEBUG); in loader.c. */
-void bm_log_libbpf(void);
 
 /*
  * Log "<message>: <strerror(err)>" as an error and return err as -errno

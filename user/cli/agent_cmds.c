@@ -5,15 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/serve.h"
 #include "agent/config.h"
-#include "cli/agent_cmds.h"
-#include "cli/client.h"
+#include "api/serve.h"
 #include "base/common.h"
 #include "base/parse.h"
+#include "cli/agent_cmds.h"
+#include "cli/client.h"
+#include "meter/loader.h"
 #include "meter/series.h"
-#include "views/timeline.h"
 #include "meter/window.h"
+#include "views/timeline.h"
 
 #define CALL_TIMEOUT_MS 10000
 

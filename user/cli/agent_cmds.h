@@ -2,14 +2,14 @@
 /*
  * The agent's subcommands: `agent` runs it; `effects`, `show` and `cancel`
  * talk to it over its socket. Each returns the exit status: 0 ok, 1 runtime
- * failure, 2 usage error (one line naming the flag).
+ * failure, 125 usage error (one line naming the flag).
  */
-#ifndef BM_CLI_H
-#define BM_CLI_H
+#ifndef BM_AGENT_CMDS_H
+#define BM_AGENT_CMDS_H
 
 int bm_cmd_agent(int argc, char **argv);
 int bm_cmd_effects(int argc, char **argv);
 int bm_cmd_show(int argc, char **argv);
 int bm_cmd_cancel(int argc, char **argv);
 
-#endif /* BM_CLI_H */
+#endif /* BM_AGENT_CMDS_H */

@@ -10,8 +10,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "cli/client.h"
 #include "base/common.h"
+#include "cli/client.h"
 
 #define MAX_RESPONSE (64u << 20)
 

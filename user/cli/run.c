@@ -18,12 +18,12 @@
 #include <unistd.h>
 
 #include "base/common.h"
-#include "effect/policy_yaml.h"
-#include "meter/preflight.h"
 #include "cli/run.h"
 #include "cli/run_client.h"
-#include "views/report.h"
+#include "effect/policy_yaml.h"
 #include "effect/sup.h"
+#include "meter/preflight.h"
+#include "views/report.h"
 
 struct run_state {
 	struct bm_run_opts *o;

@@ -18,10 +18,10 @@
 #include <unistd.h>
 
 #include "agent/config.h"
-#include "cli/client.h"
 #include "base/common.h"
-#include "effect/outcome.h"
+#include "cli/client.h"
 #include "cli/run_client.h"
+#include "effect/outcome.h"
 #include "views/report.h"
 
 #define CALL_MS 10000

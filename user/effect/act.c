@@ -3,8 +3,8 @@
 #include <signal.h>
 #include <string.h>
 
-#include "effect/act.h"
 #include "base/common.h"
+#include "effect/act.h"
 
 void bm_act_init(struct bm_actuator *a, struct bm_cgroup *cg, struct bm_ceilings *ceil,
 		 const struct bm_policy *pol, const struct bm_limits *lim, struct bm_outcome *out,

@@ -14,8 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "effect/ceiling.h"
 #include "base/cgroup.h"
+#include "effect/ceiling.h"
 #include "effect/outcome.h"
 #include "effect/policy.h"
 

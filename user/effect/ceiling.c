@@ -7,9 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "effect/ceiling.h"
 #include "base/common.h"
 #include "base/parse.h"
+#include "effect/ceiling.h"
 
 #define CFS_PERIOD_US 100000ULL
 

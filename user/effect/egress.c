@@ -7,8 +7,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "bm_egress.h"
 #include "base/common.h"
+#include "bm_egress.h"
 #include "effect/egress.h"
 #include "egress.skel.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The outcome of an effect (schema burstmeter.outcome/v1, DESIGN.md): how
+ * The outcome of an effect (schema burstmeter.outcome/v1, docs/DESIGN.md): how
  * it ended, why, what it used at its peaks, and whether a retry can work.
  * Building it is pure; bm_outcome_write() is the only I/O.
  */

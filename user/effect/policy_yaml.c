@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "base/parse.h"
-#include "effect/policy_yaml.h"
 #include "base/yamldoc.h"
+#include "effect/policy_yaml.h"
 
 #define MS_MAX (3600ULL * 1000)
 #define POLICY_MAX_BYTES (256 * 1024)

@@ -19,14 +19,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/cgroup.h"
+#include "base/parse.h"
 #include "effect/act.h"
 #include "effect/ceiling.h"
-#include "base/cgroup.h"
 #include "effect/exec.h"
-#include "meter/loader.h"
 #include "effect/outcome.h"
-#include "base/parse.h"
 #include "effect/policy.h"
+#include "meter/loader.h"
 #include "meter/window.h"
 
 struct bm_sup_opts {

@@ -14,8 +14,8 @@
 #include <bpf/libbpf.h>
 
 #include "base/common.h"
-#include "meter/loader.h"
 #include "meter.skel.h"
+#include "meter/loader.h"
 
 /* Not in Debian 12's 6.1 uapi headers; the value is ABI (include/uapi/linux/bpf.h, 6.2). */
 #define BM_MAP_TYPE_CGRP_STORAGE ((enum bpf_map_type)32)

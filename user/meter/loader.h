@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "bm_abi.h"
 #include "base/cgroup.h"
+#include "bm_abi.h"
 
 struct bm_loader;
 
@@ -45,6 +45,9 @@ struct bm_features {
 
 /* "sock_send_length", "fexit" or "none", as the outcome names them. */
 const char *bm_net_source_name(enum bm_net_source n);
+
+/* Route libbpf's messages through bm_log (its debug output only at BM_LOG_DEBUG). */
+void bm_log_libbpf(void);
 
 /* Probe, load and attach (or adopt the pinned meter). Returns NULL and sets errno. */
 struct bm_loader *bm_loader__open(const struct bm_loader_opts *opts);

@@ -14,11 +14,11 @@
 
 #include "agent/config.h"
 #include "base/common.h"
+#include "base/parse.h"
+#include "meter/window.h"
 #include "views/hist.h"
 #include "views/histfmt.h"
-#include "base/parse.h"
 #include "views/view.h"
-#include "meter/window.h"
 
 #define DIM_ALL -1
 /* Shorter than one 10 ms window shows nothing; longer than a day is a typo. */

@@ -3,7 +3,7 @@
 #ifndef BM_HIST_CMD_H
 #define BM_HIST_CMD_H
 
-/* Returns the exit status: 0 ok, 1 runtime failure, 2 usage error (one line naming the flag). */
+/* Returns the exit status: 0 ok, 1 runtime failure, 125 usage error (one line naming the flag). */
 int bm_cmd_hist(int argc, char **argv);
 
 #endif /* BM_HIST_CMD_H */

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <string.h>
 
-#include "views/histfmt.h"
 #include "meter/window.h"
+#include "views/histfmt.h"
 
 #define BAR_WIDTH 40
 

@@ -17,11 +17,11 @@
 
 #include "agent/config.h"
 #include "base/common.h"
-#include "views/histfmt.h"
 #include "base/parse.h"
+#include "meter/window.h"
+#include "views/histfmt.h"
 #include "views/top.h"
 #include "views/view.h"
-#include "meter/window.h"
 
 #define TABLE_ROW 3		/* screen lines above the first effect */
 

@@ -6,7 +6,7 @@
 #ifndef BM_TOP_H
 #define BM_TOP_H
 
-/* Returns the exit status: 0 ok, 1 runtime failure, 2 usage error (one line naming the flag). */
+/* Returns the exit status: 0 ok, 1 runtime failure, 125 usage error (one line naming the flag). */
 int bm_cmd_top(int argc, char **argv);
 
 #endif /* BM_TOP_H */

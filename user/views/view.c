@@ -11,8 +11,8 @@
 #include "agent/config.h"
 #include "base/common.h"
 #include "meter/preflight.h"
-#include "views/view.h"
 #include "meter/window.h"
+#include "views/view.h"
 
 #define PREFIX BM_VIEW_PREFIX
 #define PREFIX_LEN (sizeof(PREFIX) - 1)

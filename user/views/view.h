@@ -13,8 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "bm_abi.h"
 #include "base/cgroup.h"
+#include "bm_abi.h"
 #include "meter/loader.h"
 
 /* Effect cgroups are named BM_VIEW_PREFIX<tenant>.<id> (user/effect/sup.c makes them). */
@@ -112,7 +112,7 @@ void bm_view_catch_stop(void);
 bool bm_view_stopped(void);
 
 /*
- * The views' usage errors: one line naming the option, exit status 2.
+ * The views' usage errors: one line naming the option, exit status 125.
  * getopt_error takes getopt_long's ':' or '?' (optstring starting "+:").
  */
 int bm_view_getopt_error(const char *cmd, int c, char **argv);
