@@ -198,12 +198,12 @@ static int egress(struct bm_agent *a, struct ag_effect *e)
 /* Its command runs: say so in the store, and watch its shim. */
 static void running(struct bm_agent *a, struct ag_effect *e)
 {
-	bm_store__set_runtime(a->store, e->tenant, e->req.id, e->sup.cg->path, e->shim.pid > 0 ? e->shim.pid : 0,
+	(void)bm_store__set_runtime(a->store, e->tenant, e->req.id, e->sup.cg->path, e->shim.pid > 0 ? e->shim.pid : 0,
 			      0);
 	e->state = BM_ST_QUEUED;
 	ag_watch_effect(a, e);
 	ag_wake(a, e);
-	bm_store__transition(a->store, e->tenant, e->req.id, BM_ST_RUNNING, (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC));
+	(void)bm_store__transition(a->store, e->tenant, e->req.id, BM_ST_RUNNING, (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC));
 	e->state = BM_ST_RUNNING;
 }
 
@@ -244,7 +244,7 @@ void ag_launched(struct bm_agent *a, struct ag_effect *e, const struct bm_spawne
 	e->sup.child.pid = m->effect_pid;
 	running(a, e);
 	if (e->cancel_pending)
-		ag_cancel(a, e);
+		(void)ag_cancel(a, e);
 }
 
 void ag_schedule(struct bm_agent *a)

@@ -210,8 +210,12 @@ static void sweep(struct bm_agent *a)
 
 void ag_adopt(struct bm_agent *a)
 {
+	static const enum bm_state live[] = { BM_ST_QUEUED, BM_ST_RUNNING, BM_ST_THROTTLED,
+					      BM_ST_FROZEN };
 	struct adopt_ctx c = { a, 0 };
 	struct ag_effect **p;
+	unsigned int i;
+	int err;
 
 	/* room for every effect an earlier agent may have left */
 	p = realloc(a->eff, 65536 * sizeof(*p));
@@ -220,10 +224,12 @@ void ag_adopt(struct bm_agent *a)
 	a->eff = p;
 	a->cap_eff = 65536;
 	/* by state, through the state index: however many have ended, no live one is missed */
-	bm_store__list(a->store, NULL, BM_ST_QUEUED, UINT_MAX, adopt_row, &c);
-	bm_store__list(a->store, NULL, BM_ST_RUNNING, UINT_MAX, adopt_row, &c);
-	bm_store__list(a->store, NULL, BM_ST_THROTTLED, UINT_MAX, adopt_row, &c);
-	bm_store__list(a->store, NULL, BM_ST_FROZEN, UINT_MAX, adopt_row, &c);
+	for (i = 0; i < BM_ARRAY_SIZE(live); i++) {
+		err = bm_store__list(a->store, NULL, live[i], UINT_MAX, adopt_row, &c);
+		if (err)
+			bm_warn("failed to re-adopt the %s effects: %s", bm_state_name(live[i]),
+				strerror(-err));
+	}
 	if (c.n)
 		bm_info("re-adopted %u effects (%u queued)", c.n, a->queue.n);
 	sweep(a);

@@ -160,7 +160,7 @@ static void dispatch(struct bm_agent *a, struct ag_tag *t)
 				a->stopping = true;
 		break;
 	case AG_RINGBUF:
-		bm_loader__poll(a->loader, 0);
+		(void)bm_loader__poll(a->loader, 0);
 		break;
 	case AG_TICK:
 		if (read(a->tick_fd, &ticks, sizeof(ticks)) > 0) {
@@ -373,7 +373,7 @@ void bm_agent_free(struct bm_agent *a)
 
 		if (e->sup.cg) {
 			e->sup.cg = NULL;	/* their cgroups are not ours to remove */
-			bm_sup__release(&e->sup);
+			(void)bm_sup__release(&e->sup);
 		}
 		if (e->shim.pidfd >= 0)
 			close(e->shim.pidfd);

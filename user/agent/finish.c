@@ -36,7 +36,7 @@ void ag_set_state(struct bm_agent *a, struct ag_effect *e, enum bm_state st)
 		return;
 	e->state = st;
 	if (!bm_state_final(st))
-		bm_store__transition(a->store, e->tenant, e->req.id, st, wall_ms());
+		(void)bm_store__transition(a->store, e->tenant, e->req.id, st, wall_ms());
 	line = json_pack("{s:s, s:s, s:I}", "type", "state", "state", bm_state_name(st), "at_ms",
 			 (json_int_t)wall_ms());
 	ag_emit(a, e, line);

@@ -49,7 +49,7 @@ void ag_sample(struct bm_agent *a, struct ag_effect *e)
 	if (e->series_next_win + BM_RING <= now_win) {
 		x = now_win - BM_RING + 1;
 		if (e->idle)
-			bm_series_push_n(&e->series, e->idle_v, x - e->series_next_win);
+			(void)bm_series_push_n(&e->series, e->idle_v, x - e->series_next_win);
 		e->series_next_win = x;
 	}
 	for (x = e->series_next_win; x < now_win; x++) {

@@ -48,7 +48,7 @@ static json_t *transitions_json(struct bm_agent *a, const char *tenant, const ch
 {
 	json_t *arr = json_array();
 
-	bm_store__transitions(a->store, tenant, id, add_transition, arr);
+	(void)bm_store__transitions(a->store, tenant, id, add_transition, arr);
 	return arr;
 }
 

@@ -108,7 +108,7 @@ static int wait_loop(struct run_state *s)
 			return -errno;
 		}
 		if (pfd[3].revents)
-			bm_loader__poll(s->loader, 0);
+			(void)bm_loader__poll(s->loader, 0);
 		if (pfd[0].revents) {
 			reap(s);
 			pfd[0].fd = -1;
@@ -245,8 +245,9 @@ int bm_run(struct bm_run_opts *o)
 	s->sigfd = -1;
 	bm_sup__init(&s->sup);
 	if (!load_policy(s, &so.policy)) {
-		if (setup_signals(s, &old) < 0)
-			bm_err("failed to set up signal handling: %s", strerror(errno));
+		err = setup_signals(s, &old);
+		if (err)
+			(void)bm_err_errno(err, "failed to set up signal handling");
 		else
 			ret = run(s, &so);
 	}

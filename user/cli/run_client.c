@@ -136,7 +136,7 @@ int bm_run_client(const struct bm_run_opts *o, const char *sock)
 
 	pid = fork_paused(o->argv, &go);
 	if (pid < 0) {
-		bm_err("failed to start '%s': %s", o->argv[0], strerror(errno));
+		(void)bm_err_errno(-errno, "failed to start '%s'", o->argv[0]);
 		return BM_EXIT_INTERNAL;
 	}
 	req = request_json(o, pid);
@@ -172,14 +172,14 @@ int bm_run_client(const struct bm_run_opts *o, const char *sock)
 	sigaddset(&mask, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &mask, &old);
 	if (write(go, "g", 1) != 1)
-		bm_err("failed to release '%s': %s", o->argv[0], strerror(errno));
+		(void)bm_err_errno(-errno, "failed to release '%s'", o->argv[0]);
 	close(go);
 	status = wait_child(pid, &mask);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	snprintf(body, sizeof(body), "/v1/effects/%s/exit%s%s", o->id, strcmp(o->tenant, "default") ? "?tenant=" : "",
 		 strcmp(o->tenant, "default") ? o->tenant : "");
 	exitj = json_pack("{s:i}", "wait_status", status);
-	bm_client_call(sock, "POST", body, exitj, &eff, CALL_MS);
+	(void)bm_client_call(sock, "POST", body, exitj, &eff, CALL_MS);
 	json_decref(exitj);
 	json_decref(eff);
 	eff = wait_state(sock, path, final, OUTCOME_WAIT_MS);

@@ -78,8 +78,8 @@ static int unthrottle(struct bm_actuator *a, uint64_t now)
 		if (a->duty_frozen && !a->frozen)
 			err = set_frozen(a, false);
 	} else {
-		bm_ceilings_cpu(a->ceil, a->lim, 0);
-		bm_ceilings_mem_high(a->ceil, 0);
+		(void)bm_ceilings_cpu(a->ceil, a->lim, 0);
+		(void)bm_ceilings_mem_high(a->ceil, 0);
 	}
 	a->throttled_ns += now - a->throttled_at_ns;
 	a->throttled = a->duty = a->duty_frozen = false;

@@ -30,7 +30,7 @@ static bool v2_delegate(const struct bm_cgroup *cg, const char *ctrl)
 	if (n > 0 && strstr(buf, ctrl)) {
 		snprintf(want, sizeof(want), "+%s", ctrl);
 		/* EBUSY: our cgroup holds processes, so v2 forbids delegating from it */
-		bm_write_file(fd, "cgroup.subtree_control", want);
+		(void)bm_write_file(fd, "cgroup.subtree_control", want);
 	}
 	n = bm_read_file(fd, "cgroup.subtree_control", buf, sizeof(buf));
 	close(fd);

@@ -250,7 +250,7 @@ void bm_sup__event(struct bm_sup *s, const struct bm_event *e)
 		va.observed = (double)e->value;
 		va.threshold = (double)e->thresh - 1;
 		if (!s->act.ended) {
-			bm_act_do(&s->act, &va, "kernel", bm_now_ns());
+			(void)bm_act_do(&s->act, &va, "kernel", bm_now_ns());
 			s->lad.step = BM_STEP_KILL;
 		}
 		break;
@@ -304,10 +304,10 @@ static uint64_t evaluate(struct bm_sup *s, uint64_t now)
 	if (!s->acting || bm_loader__read(s->loader, s->cg, &m))
 		return UINT64_MAX;
 	sample(s, &m, now, &sm);
-	bm_policy_step(&s->o.policy, &s->lad, &sm, now, &v);
+	(void)bm_policy_step(&s->o.policy, &s->lad, &sm, now, &v);
 	for (i = 0; i < v.n; i++)
 		/* a controller's refusal is the kernel's decision; a level's is ours */
-		bm_act_do(&s->act, &v.a[i], sm.breach[v.a[i].dim] ? "kernel" : "policy", now);
+		(void)bm_act_do(&s->act, &v.a[i], sm.breach[v.a[i].dim] ? "kernel" : "policy", now);
 	next = bm_policy_next_deadline(&s->o.policy, &s->lad);
 	duty = bm_act_tick(&s->act, now);
 	next = duty < next ? duty : next;
@@ -387,7 +387,7 @@ static void send_child(struct bm_sup *s, int sig)
 	if (s->child.pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, s->child.pidfd, sig, NULL, 0);
 	else if (s->cg)
-		bm_cgroup__signal(s->cg, sig);
+		(void)bm_cgroup__signal(s->cg, sig);
 }
 
 void bm_sup__cancel(struct bm_sup *s, int sig)
@@ -419,7 +419,7 @@ void bm_sup__on_deadline(struct bm_sup *s)
 	if (s->phase != BM_SUP_RUNNING)
 		return;
 	if (s->terminating) {
-		bm_cgroup__kill(s->cg);
+		(void)bm_cgroup__kill(s->cg);
 		return;
 	}
 	if (!s->deadline) {
@@ -431,7 +431,7 @@ void bm_sup__on_deadline(struct bm_sup *s)
 		arm_deadline(s, bm_now_ns() + grace);
 		return;
 	}
-	bm_cgroup__kill(s->cg);
+	(void)bm_cgroup__kill(s->cg);
 }
 
 void bm_sup__exited(struct bm_sup *s, int wait_status)
@@ -448,7 +448,7 @@ void bm_sup__exited(struct bm_sup *s, int wait_status)
 	if (bm_cgroup__populated(s->cg) > 0) {
 		if (!bm_loader__read(s->loader, s->cg, &m) && !s->act.ended)
 			s->out.leftover_killed = m.tasks > 0 ? (uint64_t)m.tasks : 1;
-		bm_cgroup__kill(s->cg);
+		(void)bm_cgroup__kill(s->cg);
 		enter_phase(s, BM_SUP_LEFTOVERS, now + KILL_TIMEOUT_NS);
 	} else {
 		bm_act_finish(&s->act, now);
@@ -528,7 +528,7 @@ void bm_sup__finish(struct bm_sup *s)
 		s->out.by = "burstmeter";
 	}
 	s->out.sum = err ? NULL : &s->sum;
-	bm_loader__stats(s->loader, s->out.stats);
+	(void)bm_loader__stats(s->loader, s->out.stats);
 }
 
 int bm_sup__release(struct bm_sup *s)
@@ -537,9 +537,9 @@ int bm_sup__release(struct bm_sup *s)
 
 	if (s->cg) {
 		if (s->metered)
-			bm_loader__del(s->loader, s->cg);
+			(void)bm_loader__del(s->loader, s->cg);
 		if (bm_cgroup__populated(s->cg) > 0 && !bm_cgroup__kill(s->cg))
-			bm_cgroup__wait_empty(s->cg, KILL_TIMEOUT_NS / BM_NSEC_PER_MSEC);
+			(void)bm_cgroup__wait_empty(s->cg, KILL_TIMEOUT_NS / BM_NSEC_PER_MSEC);
 		bm_ceilings_release(&s->ceil);
 		err = bm_cgroup__remove(s->cg);
 		bm_cgroup__free(s->cg);

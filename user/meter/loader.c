@@ -377,7 +377,7 @@ static int load_or_adopt(struct bm_loader *l, bool force_hash, bool adopt_only)
 				close(l->fd[i]);
 			l->fd[i] = -1;
 		}
-		bm_loader__unpin(l);
+		(void)bm_loader__unpin(l);
 	}
 	err = load(l, force_hash);
 	if (err)

@@ -84,13 +84,16 @@ static int existing_ancestor(const char *path, char *buf, size_t len, struct sta
 
 static int mount_bpffs(const char *at, char *why, size_t len)
 {
+	int err;
+
 	/* as systemd mounts it at boot */
 	if (!mount("bpf", at, "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700"))
 		return 0;
+	err = -errno;
 	snprintf(why, len, "failed to mount a BPF filesystem at %s: %s (needs CAP_SYS_ADMIN; in a "
 		 "container, give it the host's %s with Bidirectional mount propagation)", at,
-		 strerror(errno), at);
-	return -errno;
+		 strerror(-err), at);
+	return err;
 }
 
 /* mkdir -p of dir's parents below an existing base (the loader makes dir itself), mode 0700. */

@@ -290,7 +290,7 @@ static int hist_run(const struct hist_opts *o, const char *path)
 
 	cg = bm_cgroup__open(path);
 	if (!cg) {
-		bm_err("failed to open %s: %s", path, strerror(errno));
+		(void)bm_err_errno(-errno, "failed to open %s", path);
 		return 1;
 	}
 	err = bm_view_meter_open(&vm, o->pin_dir);

@@ -52,7 +52,7 @@ static void eff_free(struct top *t, struct eff *e)
 {
 	/* the private meter forgets it (hash meters); the agent's entries are the agent's */
 	if (e->l && e->priv)
-		bm_loader__del(e->l, e->cg);
+		(void)bm_loader__del(e->l, e->cg);
 	bm_cgroup__free(e->cg);
 	free(e);
 }

@@ -159,7 +159,7 @@ int bm_view_sample(struct bm_loader *l, const struct bm_cgroup *cg, uint64_t now
 	uint64_t x;
 	int d, err;
 
-	bm_read_file(cg->dirfd, "cgroup.events", ev, sizeof(ev));
+	(void)bm_read_file(cg->dirfd, "cgroup.events", ev, sizeof(ev));
 	s->frozen = strstr(ev, "frozen 1");
 	s->ended = strstr(ev, "populated 0");
 	err = l ? bm_loader__read(l, cg, &m) : -ENOENT;
