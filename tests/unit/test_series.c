@@ -68,14 +68,24 @@ static void render(const struct bm_timeline *t, struct out *o)
 	assert_int_equal(close(fd), 0);
 }
 
-/* Both judges: well-formed XML, and a non-empty PNG from a real renderer. */
+/*
+ * Both judges: well-formed XML, and a non-empty PNG from a real renderer.
+ * Without them (make check on a machine make test never set up) only the
+ * judges are left out, never the test's own asserts on the text; under
+ * CI=true, where make test installs them, a missing judge is a failure.
+ */
 static void judge(struct out *o)
 {
+	const char *ci = getenv("CI");
 	unsigned char sig[8] = { 0 };
 	FILE *f;
 
-	if (run("command -v %s >/dev/null && command -v %s >/dev/null", "xmllint", "rsvg-convert"))
-		skip();
+	if (run("command -v %s >/dev/null && command -v %s >/dev/null", "xmllint", "rsvg-convert")) {
+		if (ci && !strcmp(ci, "true"))
+			fail_msg("xmllint or rsvg-convert is missing, and CI=true: make test installs them");
+		print_message("# no xmllint or rsvg-convert: the SVG is not judged here\n");
+		return;
+	}
 	assert_int_equal(run("xmllint --noout '%s'%s", o->svg, ""), 0);
 	assert_int_equal(run("rsvg-convert -o '%s' '%s'", o->png, o->svg), 0);
 	f = fopen(o->png, "rb");
