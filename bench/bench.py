@@ -1130,7 +1130,7 @@ def detect_trial(kind, flags, ino, dbin, cpu_bin=None, policy=None):
                         [dbin, "mem", stampf, fifo, str(DETECT_MIB), str(4 * DETECT_MIB)])
     argv = [BM, "run", "-q", "--id", tid, "--outcome", outf] + lim + flags + ["--"] + cmd
     try:
-        rc, err, t_mk, t_end = watch_run(argv, ino, f"burstmeter.default.{tid}", rfd)
+        rc, err, t_mk, t_end = watch_run(argv, ino, f"burstmeter.default@{tid}", rfd)
     finally:
         if rfd is not None:
             os.close(rfd)
@@ -1241,7 +1241,7 @@ def agent_cpu_trial(agent, ino, cpu_bin):
     tid = trial_id("c")
     stampf = new_stamp()
     st, t_mk = post_watch(agent.sock, {"id": tid, "argv": [cpu_bin, "cpu", stampf, DETECT_CPU_S, "2", "10"]},
-                          ino, f"burstmeter.uid-0.{tid}")
+                          ino, f"burstmeter.uid-0@{tid}")
     if st not in (201, 202):
         warn(f"detect cpu: POST answered {st}")
         return None

@@ -334,7 +334,7 @@ static void check_metered(struct fx *f, json_t *o, double window_ms)
 	assert_string_equal(jstr(o, "schema"), "burstmeter.outcome/v1");
 	assert_string_equal(jstr(o, "id"), f->id);
 	assert_string_equal(jstr(o, "tenant"), token);
-	snprintf(prefix, sizeof(prefix), "%s/burstmeter.%s.%s", cg_parent, token, f->id);
+	snprintf(prefix, sizeof(prefix), "%s/burstmeter.%s@%s", cg_parent, token, f->id);
 	assert_string_equal(jstr(o, "cgroup"), prefix);
 	assert_between(jnum(o, "window_ms"), window_ms, window_ms);
 	/* every window of the effect's life is in every histogram, once */

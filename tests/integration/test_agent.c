@@ -556,17 +556,19 @@ static void test_agent_corrupt_store(void **state)
 
 
 /*
- * The sandbox reaches the command through the spawner and its shim: uid
- * nobody, no capabilities, no_new_privs, the request's env and nothing else,
+ * The sandbox reaches the command through the spawner and its shim: its
+ * tenant's own uid (root's tenant asked for non-root: one from the agent's
+ * range), no capabilities, no_new_privs, the request's env and nothing else,
  * its cwd, a network namespace with only lo, and a read-only root with a
  * writable tmpfs /tmp. The command reports on itself into its log.
  */
 static void test_agent_sandbox(void **state)
 {
 	static const char *const want[] = {
-		"uid=65534\n", "cwd=/tmp\n", "foo=bar baz\n", "home=unset\n", "CapEff:0000000000000000\n",
+		"cwd=/tmp\n", "foo=bar baz\n", "home=unset\n", "CapEff:0000000000000000\n",
 		"CapBnd:0000000000000000\n", "NoNewPrivs:1\n", "ifaces=lo,\n", "root=ro\n", "tmp=rw\n",
 	};
+	const char *u;
 	const char *script =
 		"echo uid=$(id -u); echo cwd=$(pwd); echo \"foo=$FOO\"; echo home=${HOME-unset};"
 		"grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status | tr -d ' \t';"
@@ -585,7 +587,7 @@ static void test_agent_sandbox(void **state)
 			"drop_all_capabilities", 1, "read_only_root_fs", 1);
 	assert_non_null(req);
 	assert_int_equal(call("POST", "/v1/effects", req, &e), 201);
-	snprintf(log, sizeof(log), "%s/logs/%s.sb1.log", ag.state, jstr(e, "tenant"));
+	snprintf(log, sizeof(log), "%s/logs/%s@sb1.log", ag.state, jstr(e, "tenant"));
 	json_decref(e);
 	e = wait_final("sb1", 20000);
 	if (bm_read_file(AT_FDCWD, log, buf, sizeof(buf)) < 0)
@@ -596,6 +598,10 @@ static void test_agent_sandbox(void **state)
 	for (i = 0; i < BM_ARRAY_SIZE(want); i++)
 		if (!strstr(buf, want[i]))
 			fail_msg("expected '%.*s' in its log:\n%s", (int)strlen(want[i]) - 1, want[i], buf);
+	/* the agent's default uid range (config.c): a uid no user of this machine has */
+	u = strstr(buf, "uid=");
+	assert_non_null(u);
+	assert_between(atof(u + 4), 900000, 965535);
 	finish(state);
 }
 
@@ -677,7 +683,7 @@ static void test_agent_egress(void **state)
 		st = call("POST", "/v1/effects", req, &e);
 		if (st != 201)
 			fail_msg("POST %s: %d %s", cases[i].id, st, e ? json_dumps(e, JSON_COMPACT) : "");
-		snprintf(log, sizeof(log), "%s/logs/%s.%s.log", ag.state, jstr(e, "tenant"), cases[i].id);
+		snprintf(log, sizeof(log), "%s/logs/%s@%s.log", ag.state, jstr(e, "tenant"), cases[i].id);
 		json_decref(e);
 		e = wait_final(cases[i].id, 30000);
 		assert_string_equal(jstr(e, "state"), "succeeded");
@@ -735,11 +741,15 @@ static pid_t find_spawner(pid_t agent)
 	return 0;
 }
 
-/* Post id (bm-sleeper ms) and check the chain command <- shim <- want_parent while it runs. */
+/*
+ * Post id (bm-sleeper ms) and check the chain command <- init <- shim <-
+ * want_parent while it runs: the init of its PID namespace is outside its
+ * cgroup (cgroup.procs holds the command alone).
+ */
 static void post_under(const char *id, const char *ms, pid_t want_parent)
 {
 	char path[PATH_MAX + 16], buf[64], comm[32];
-	pid_t cmd, shim = 0, parent = 0;
+	pid_t cmd, init = 0, shim = 0, parent = 0;
 	json_t *e = NULL;
 
 	assert_int_equal(call("POST", "/v1/effects", launch_req(id, "bm-sleeper", ms, NULL), &e), 201);
@@ -747,7 +757,10 @@ static void post_under(const char *id, const char *ms, pid_t want_parent)
 	json_decref(e);
 	assert_true(bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) > 0);
 	cmd = atoi(buf);
-	assert_int_equal(proc_stat(cmd, &shim, comm, sizeof(comm)), 0);
+	assert_null(strchr(buf, '\n') && strchr(buf, '\n')[1] ? buf : NULL);
+	assert_int_equal(proc_stat(cmd, &init, comm, sizeof(comm)), 0);
+	assert_int_equal(proc_stat(init, &shim, comm, sizeof(comm)), 0);
+	assert_string_equal(comm, "bm-init");
 	assert_int_equal(proc_stat(shim, &parent, comm, sizeof(comm)), 0);
 	if (parent != want_parent)
 		fail_msg("%s: its shim %d is the child of %d, expected %d", id, (int)shim, (int)parent,

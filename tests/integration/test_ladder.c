@@ -43,7 +43,7 @@ static void assert_no_v1_twins(void)
 			continue;
 		snprintf(dir, sizeof(dir), "%s%s", env.v1_mount[i],
 			 strcmp(env.v1_self[i], "/") ? env.v1_self[i] : "");
-		snprintf(cmd, sizeof(cmd), "ls -d '%s'/burstmeter.%s.* 2>/dev/null", dir, token);
+		snprintf(cmd, sizeof(cmd), "ls -d '%s'/burstmeter.%s@* 2>/dev/null", dir, token);
 		p = popen(cmd, "r");
 		assert_non_null(p);
 		if (fgets(line, sizeof(line), p))

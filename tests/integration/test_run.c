@@ -309,7 +309,7 @@ static void wait_effect_running(struct fx *f)
 	ssize_t n = 0;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/burstmeter.%s.%s/cgroup.procs", cg_parent, token, f->id);
+	snprintf(path, sizeof(path), "%s/burstmeter.%s@%s/cgroup.procs", cg_parent, token, f->id);
 	while (now_ns() < deadline) {
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		n = fd >= 0 ? read(fd, buf, sizeof(buf)) : 0;

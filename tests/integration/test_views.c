@@ -63,7 +63,7 @@ static struct proc start_spike(struct fx *f, const char *count)
 	int fd;
 
 	p = start_bm(f, R_TENANT | R_ID | R_QUIET, "--", wl("bm-spike"), "30", "100", count, NULL);
-	snprintf(path, sizeof(path), "%s/burstmeter.%s.%s/cgroup.procs", cg_parent, token, f->id);
+	snprintf(path, sizeof(path), "%s/burstmeter.%s@%s/cgroup.procs", cg_parent, token, f->id);
 	while (now_ns() < deadline) {
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		n = fd >= 0 ? read(fd, buf, sizeof(buf)) : 0;

@@ -333,6 +333,9 @@ static void test_store_insert_get_round_trip(void **state)
 	snprintf(in.cgroup, sizeof(in.cgroup), "/sys/fs/cgroup/burstmeter.slice/acme/tc-42");
 	in.pid = 4242;
 	in.pid_start = UINT64_MAX - 7;	/* beyond INT64_MAX: stored as its bits */
+	in.uid = 900001;
+	in.gid = 900002;
+	snprintf(in.parent, sizeof(in.parent), "tc-41");
 	in.outcome_json = "{\"ignored\":true}";
 	assert_int_equal(bm_store__insert(fx->st, &in), 0);
 	assert_int_equal(bm_store__get(fx->st, "acme", "tc-42", &out), 0);
@@ -346,6 +349,9 @@ static void test_store_insert_get_round_trip(void **state)
 	assert_string_equal(out.cgroup, in.cgroup);
 	assert_int_equal(out.pid, 4242);
 	assert_true(out.pid_start == UINT64_MAX - 7);
+	assert_int_equal(out.uid, 900001);
+	assert_int_equal(out.gid, 900002);
+	assert_string_equal(out.parent, "tc-41");
 	assert_string_equal(out.request_json, REQ);
 	assert_ptr_not_equal(out.request_json, in.request_json);
 	assert_null(out.outcome_json);
@@ -922,9 +928,11 @@ static void test_store_migrates_v1(void **state)
 	fx->st = bm_store__open(fx->dir, fx->err, sizeof(fx->err));
 	if (!fx->st)
 		fail_msg("open v1: %s", fx->err);
-	assert_int_equal(raw_int(fx->db, "PRAGMA user_version"), 2);
+	assert_int_equal(raw_int(fx->db, "PRAGMA user_version"), BM_STORE_SCHEMA_VERSION);
 	assert_int_equal(raw_int(fx->db, "SELECT count(*) FROM sqlite_schema WHERE type = 'index'"
 					 " AND name = 'effects_recent'"), 1);
+	/* who an older agent's effect ran as is not known: -1, never "root" */
+	assert_int_equal(raw_int(fx->db, "SELECT uid FROM effects WHERE id = 'old'"), -1);
 	/* the data came along, history included, and works with the new index */
 	assert_int_equal(transitions(fx->st, "acme", "old", &s), 0);
 	assert_int_equal(s.n, 2);
@@ -984,6 +992,72 @@ static void test_store_concurrent_first_open(void **state)
 	assert_int_equal(raw_int(fx->db, "PRAGMA user_version"), BM_STORE_SCHEMA_VERSION);
 }
 
+static void note_key(const char *tenant, const char *id, void *ctx)
+{
+	char *seen = ctx;
+
+	strcat(seen, tenant);
+	strcat(seen, "/");
+	strcat(seen, id);
+	strcat(seen, " ");
+}
+
+/* Retention: ended effects go by age and beyond a count, live ones never; transitions with them. */
+static void test_store_expire_by_age_and_count(void **state)
+{
+	struct fx *fx = *state;
+	char seen[256] = "";
+	char id[16];
+	int i;
+
+	for (i = 0; i < 6; i++) {
+		snprintf(id, sizeof(id), "e%d", i);
+		add(fx->st, "acme", id, "make", 100 + i);
+		/* e0..e4 end at 1000, 2000, ...; e5 stays queued */
+		if (i < 5)
+			assert_int_equal(finish(fx->st, "acme", id, "completed", BM_ST_SUCCEEDED,
+						1000 * (i + 1)), 0);
+	}
+	/* older than 2500: e0, e1 */
+	assert_int_equal(bm_store__expire(fx->st, 2500, 100, 100, note_key, seen), 2);
+	assert_non_null(strstr(seen, "acme/e0 "));
+	assert_non_null(strstr(seen, "acme/e1 "));
+	assert_int_equal(state_of(fx->st, "acme", "e2"), BM_ST_SUCCEEDED);
+	/* keep the 2 newest ended (e3, e4): e2 goes; e5 is live and stays */
+	seen[0] = '\0';
+	assert_int_equal(bm_store__expire(fx->st, 0, 2, 100, note_key, seen), 1);
+	assert_string_equal(seen, "acme/e2 ");
+	assert_int_equal(state_of(fx->st, "acme", "e3"), BM_ST_SUCCEEDED);
+	assert_int_equal(state_of(fx->st, "acme", "e5"), BM_ST_QUEUED);
+	assert_int_equal(raw_int(fx->db, "SELECT count(*) FROM transitions WHERE id IN"
+					 " ('e0', 'e1', 'e2')"), 0);
+	/* nothing more to do */
+	assert_int_equal(bm_store__expire(fx->st, 0, 2, 100, NULL, NULL), 0);
+	assert_int_equal(bm_store__expire(fx->st, 0, 2, 0, NULL, NULL), -EINVAL);
+}
+
+/* A uid per tenant: given once, for good, never to two tenants. */
+static void test_store_tenant_uids(void **state)
+{
+	struct fx *fx = *state;
+	int64_t uid = 0, max = 0;
+
+	assert_int_equal(bm_store__tenant_uid(fx->st, "acme", &uid), -ENOENT);
+	assert_int_equal(bm_store__tenant_uid_max(fx->st, 900000, 965535, &max), 0);
+	assert_int_equal(max, -1);
+	assert_int_equal(bm_store__tenant_uid_put(fx->st, "acme", 900000), 0);
+	assert_int_equal(bm_store__tenant_uid_put(fx->st, "globex", 900000), -EEXIST);
+	assert_int_equal(bm_store__tenant_uid_put(fx->st, "acme", 900001), -EEXIST);
+	assert_int_equal(bm_store__tenant_uid_put(fx->st, "globex", 900001), 0);
+	assert_int_equal(bm_store__tenant_uid(fx->st, "acme", &uid), 0);
+	assert_int_equal(uid, 900000);
+	assert_int_equal(bm_store__tenant_uid_max(fx->st, 900000, 965535, &max), 0);
+	assert_int_equal(max, 900001);
+	reopen(fx);
+	assert_int_equal(bm_store__tenant_uid(fx->st, "globex", &uid), 0);
+	assert_int_equal(uid, 900001);
+}
+
 static void test_store_two_connections(void **state)
 {
 	struct fx *fx = *state;
@@ -1026,6 +1100,8 @@ int main(void)
 		T_BARE(test_store_migrates_v1),
 		T_BARE(test_store_failed_migration_changes_nothing),
 		T_BARE(test_store_concurrent_first_open),
+		T(test_store_expire_by_age_and_count),
+		T(test_store_tenant_uids),
 		T(test_store_two_connections),
 	};
 

@@ -18,6 +18,7 @@
 #include "agent/admit.h"
 #include "agent/backoff.h"
 #include "agent/finish.h"
+#include "agent/identity.h"
 #include "agent/index.h"
 #include "agent/shim.h"
 #include "agent/spawner.h"
@@ -57,10 +58,21 @@ static const char *const default_env[] = {
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/", "LANG=C.UTF-8", NULL,
 };
 
-/* Execution options from the request: who it runs as, and its sandbox. */
-static void exec_opts(const struct ag_effect *e, struct bm_exec *x, int log_fd, int null_fd)
+/* A private /tmp and /dev/shm where the request sizes neither: docker's /dev/shm, a small /tmp. */
+#define TMP_DEFAULT_BYTES (64ULL << 20)
+#define SHM_DEFAULT_BYTES (64ULL << 20)
+
+/*
+ * Execution options from the request: who it runs as (decided at submit,
+ * ag_run_as()), and its sandbox. Every launched effect gets PID, mount and
+ * cgroup namespaces of its own: it sees no other effect's processes, cannot
+ * reach the agent's socket, and writes no cgroup (they are read-only in it).
+ */
+static void exec_opts(const struct bm_agent *a, const struct ag_effect *e, struct bm_exec *x,
+		      int log_fd, int null_fd)
 {
 	const struct bm_sandbox *sb = &e->req.sandbox;
+	const char *slash = strrchr(a->cfg.socket, '/');
 
 	memset(x, 0, sizeof(*x));
 	/* an effect inherits nothing of the agent's environment */
@@ -68,15 +80,23 @@ static void exec_opts(const struct ag_effect *e, struct bm_exec *x, int log_fd, 
 	x->cwd = e->req.cwd[0] ? e->req.cwd : "/";
 	x->stdio[0] = null_fd;
 	x->stdio[1] = x->stdio[2] = log_fd;
-	/* a tenant's effect never runs with more than the tenant: its own uid, or nobody */
-	x->set_ids = e->uid != 0 || sb->run_as_non_root;
-	x->uid = e->uid ? e->uid : 65534;
-	x->gid = e->uid ? e->gid : 65534;
+	x->set_ids = e->uid != 0;
+	x->uid = e->uid;
+	x->gid = e->gid;
 	x->drop_caps = sb->drop_all_capabilities;
 	x->no_new_privs = sb->drop_all_capabilities || x->set_ids;
 	x->new_netns = sb->network_policy == BM_NET_NONE;
-	x->ro_root = sb->read_only_root_fs;
-	x->tmpfs_bytes = sb->max_ephemeral_storage ? sb->max_ephemeral_storage : 64ULL << 20;
+	x->pid_ns = x->cgroup_ns = true;
+	x->mnt.proc = x->mnt.ro_cgroup = true;
+	x->mnt.ro_root = sb->read_only_root_fs;
+	if (sb->read_only_root_fs || sb->max_ephemeral_storage)
+		x->mnt.tmp_bytes = sb->max_ephemeral_storage ? sb->max_ephemeral_storage : TMP_DEFAULT_BYTES;
+	/* its pages are charged to its memory cgroup: no bigger than its ceiling */
+	x->mnt.shm_bytes = sb->memory_limit ? sb->memory_limit : SHM_DEFAULT_BYTES;
+	if (slash && slash != a->cfg.socket)
+		snprintf(x->mnt.hide, sizeof(x->mnt.hide), "%.*s", (int)(slash - a->cfg.socket),
+			 a->cfg.socket);
+	x->log_max = a->cfg.max_log_bytes;
 }
 
 /* The command could not even start: it still gets an outcome and a final state, now. */
@@ -104,14 +124,17 @@ static int launch(struct bm_agent *a, struct ag_effect *e)
 	int n, log_fd, null_fd, ret;
 	pid_t pid = 0;
 
-	if (snprintf(e->status_path, sizeof(e->status_path), "%s/run/%s.%s.status", a->cfg.state_dir,
-		     e->tenant, e->req.id) >= (int)sizeof(e->status_path) ||
-	    snprintf(log, sizeof(log), "%s/logs/%s.%s.log", a->cfg.state_dir, e->tenant, e->req.id) >=
-		    (int)sizeof(log))
-		return -ENAMETOOLONG;
+	ret = ag_effect_files(a, e->tenant, e->req.id, e->status_path, log);
+	if (ret)
+		return ret;
+	/* where it runs, before anything can: a restart adopts it (shim.c), never runs it twice */
+	ret = bm_store__set_runtime(a->store, e->tenant, e->req.id, e->sup.cg->path, 0, 0);
+	if (ret)
+		return ret;
+	bm_fault("launch-stored");
 	log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	exec_opts(e, &x, log_fd, null_fd);
+	exec_opts(a, e, &x, log_fd, null_fd);
 	join = bm_ceilings_join_fds(&e->sup.ceil, &n);
 	ret = -EPIPE;
 	if (a->spawner) {
@@ -195,11 +218,14 @@ static int egress(struct bm_agent *a, struct ag_effect *e)
 	return ret;
 }
 
-/* Its command runs: say so in the store, and watch its shim. */
+/* Its command runs: say so in the store (the shim, or an attached process, by pid and start), watch it. */
 static void running(struct bm_agent *a, struct ag_effect *e)
 {
-	(void)bm_store__set_runtime(a->store, e->tenant, e->req.id, e->sup.cg->path, e->shim.pid > 0 ? e->shim.pid : 0,
-			      0);
+	pid_t pid = e->req.mode == BM_REQ_ATTACH ? e->req.attach_pid : e->shim.pid;
+
+	bm_fault("launch-answered");
+	(void)bm_store__set_runtime(a->store, e->tenant, e->req.id, e->sup.cg->path, pid > 0 ? pid : 0,
+				    pid > 0 ? bm_pid_start(pid) : 0);
 	e->state = BM_ST_QUEUED;
 	ag_watch_effect(a, e);
 	ag_wake(a, e);
@@ -217,6 +243,7 @@ static void start(struct bm_agent *a, struct ag_effect *e)
 	ret = bm_sup__start(&e->sup, a->loader, &a->env, a->parent, &so);
 	if (ret)
 		return start_failed(a, e, 0, e->sup.failed_step, ret);
+	bm_fault("launch-cgroup");
 	ag_set_cg(a, e);
 	ret = egress(a, e);
 	if (ret)
@@ -298,8 +325,10 @@ static bool owns(pid_t caller, uid_t uid, pid_t pid)
 }
 
 int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, uid_t uid, gid_t gid,
-	      pid_t caller, struct ag_effect **out, unsigned int *retry_after_s)
+	      pid_t caller, const char *parent, struct ag_effect **out, unsigned int *retry_after_s)
 {
+	uid_t run_uid = uid;
+	gid_t run_gid = gid;
 	struct bm_effect_row row = { 0 };
 	const char *tool = req->mode == BM_REQ_ATTACH ? "attach" : bm_policy_tool(req->argv[0]);
 	char own[BM_NAME_MAX + 1];
@@ -325,6 +354,12 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 	}
 	if (req->mode == BM_REQ_ATTACH && !owns(caller, uid, req->attach_pid))
 		return -EPERM;
+	/* an attached process runs as whoever it is: the caller's own, checked above */
+	if (req->mode == BM_REQ_LAUNCH) {
+		err = ag_run_as(a, tenant, uid, gid, req->sandbox.run_as_non_root, &run_uid, &run_gid);
+		if (err)
+			return err == -ENOSPC ? -ENOSPC : -EIO;
+	}
 	if (a->queue.n >= a->cfg.max_queued) {
 		*retry_after_s = 1;
 		return -EAGAIN;
@@ -343,6 +378,9 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 	snprintf(row.tool, sizeof(row.tool), "%s", tool);
 	row.state = BM_ST_QUEUED;
 	row.priority = req->priority;
+	row.uid = run_uid;
+	row.gid = run_gid;
+	snprintf(row.parent, sizeof(row.parent), "%s", parent ? parent : "");
 	row.created_ms = row.updated_ms = (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC);
 	err = bm_store__insert(a->store, &row);
 	free(row.request_json);
@@ -356,8 +394,9 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 	memset(req, 0, sizeof(*req));
 	snprintf(e->tenant, sizeof(e->tenant), "%s", tenant);
 	snprintf(e->tool, sizeof(e->tool), "%s", tool);
-	e->uid = uid;
-	e->gid = gid;
+	e->uid = run_uid;
+	e->gid = run_gid;
+	snprintf(e->parent, sizeof(e->parent), "%s", parent ? parent : "");
 	e->seq = ++a->seq;
 	e->state = BM_ST_QUEUED;
 	e->agent = a;
@@ -371,18 +410,36 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 	return 0;
 }
 
+void ag_end_unstarted(struct bm_agent *a, struct ag_effect *e, enum bm_reason reason,
+		      const char *advice)
+{
+	struct bm_sup_opts so;
+
+	ag_sup_opts(a, e, &so);
+	bm_sup__prepare(&e->sup, a->loader, &so);
+	e->sup.cancelled = reason == BM_REASON_CANCELLED;
+	e->sup.out.reason = reason;
+	e->sup.out.by = reason == BM_REASON_CANCELLED ? "api" : "burstmeter";
+	e->sup.out.exit_code = -1;
+	if (advice)
+		snprintf(e->sup.out.advice, sizeof(e->sup.out.advice), "%s", advice);
+	e->sup.end_ns = e->sup.start_ns = bm_now_ns();
+	e->sup.phase = BM_SUP_DONE;
+	ag_finish_effect(a, e);
+}
+
+/*
+ * Cancellation is a transition of every state: queued ends now; launching
+ * once its command runs; running by SIGTERM, then cgroup.kill after the
+ * grace; ended: -EALREADY. The wish is stored first: a restart honours it.
+ */
 int ag_cancel(struct bm_agent *a, struct ag_effect *e)
 {
 	if (bm_state_final(e->state) || e->sup.phase > BM_SUP_RUNNING)
 		return -EALREADY;
+	(void)bm_store__cancel(a->store, e->tenant, e->req.id, (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC));
 	if (!e->started) {
-		/* never started: it ends here, cancelled */
-		ag_started(a, e);
-		e->sup.cancelled = true;
-		e->sup.out.reason = BM_REASON_CANCELLED;
-		e->sup.out.by = "api";
-		e->sup.phase = BM_SUP_DONE;
-		ag_watch_effect(a, e);
+		ag_end_unstarted(a, e, BM_REASON_CANCELLED, NULL);
 		return 0;
 	}
 	/* its command is being started: cancelled once it runs (ag_launched()) */

@@ -7,7 +7,8 @@
 #include "agent/state.h"
 
 /*
- * Take a validated request for tenant from its caller (uid, gid, pid).
+ * Take a validated request for tenant from its caller (uid, gid, pid;
+ * parent: the id of the caller's effect when the caller runs inside one).
  * Returns 0 with the effect in *out (e->started: it runs, or is being
  * launched; else it is queued; NULL: it could not start and has ended,
  * its outcome is stored), or -errno:
@@ -15,11 +16,15 @@
  *   -EBUSY   its tool keeps hitting the same wall and backs off (*retry_after_s);
  *   -EAGAIN  the queue is full (*retry_after_s);
  *   -EPERM   attach of a process that is not the caller's descendant;
+ *   -ENOSPC  no uid is left for a new tenant;
  *   -ENOMEM, -EIO (the store failed).
  * On 0 the request is taken over (and zeroed).
  */
 int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, uid_t uid, gid_t gid,
-	      pid_t caller, struct ag_effect **out, unsigned int *retry_after_s);
+	      pid_t caller, const char *parent, struct ag_effect **out, unsigned int *retry_after_s);
+/* An effect that never started ends: an outcome with reason (and advice), stored, freed. */
+void ag_end_unstarted(struct bm_agent *a, struct ag_effect *e, enum bm_reason reason,
+		      const char *advice);
 /* Cancel an effect (SIGTERM, then kill after the grace): 0, or -EALREADY (it has ended). */
 int ag_cancel(struct bm_agent *a, struct ag_effect *e);
 /* An attached effect's caller reports its exit (wait status): 0, -EALREADY or -EINVAL (not attached). */

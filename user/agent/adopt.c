@@ -17,41 +17,78 @@
 #include "agent/admit.h"
 #include "agent/adopt.h"
 #include "agent/index.h"
+#include "agent/shim.h"
 #include "agent/watch.h"
 #include "base/common.h"
+#include "effect/name.h"
 #include "effect/policy_yaml.h"
 
-/* The start time of pid (field 22 of /proc/PID/stat), 0 if it is gone. */
-static uint64_t pid_start(pid_t pid)
+/* Is pid still the process that started at start, and (uid > 0) owned by uid? */
+static bool same_process(pid_t pid, uint64_t start, int64_t uid)
 {
 	char path[64], buf[1024], *p;
-	unsigned long long start = 0;
-	int i;
+	int owner;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) < 0 || !(p = strrchr(buf, ')')))
-		return 0;
-	/* after "(comm)": fields 3.. ; the start time is field 22 */
-	for (i = 3; i < 22 && p; i++)
-		p = strchr(p + 1, ' ');
-	if (p)
-		sscanf(p + 1, "%llu", &start);
-	return start;
+	if (pid <= 0 || !start || bm_pid_start(pid) != start)
+		return false;
+	if (uid <= 0)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	return bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) > 0 && (p = strstr(buf, "\nUid:")) &&
+	       sscanf(p + 5, "%d", &owner) == 1 && (int64_t)owner == uid;
+}
+
+/*
+ * The process that tells its end: an attached one (the same process, still
+ * its owner's), or the shim (the same process: pid and start time, from the
+ * store or, if the agent died before it stored them, from the shim's own
+ * file). Returns its pidfd, -1 if it is gone, or -ENOENT if no shim ever
+ * got the launch (the command never ran).
+ */
+static int find_teller(struct ag_effect *e, const struct bm_effect_row *row)
+{
+	uint64_t start = row->pid_start;
+	pid_t pid = (pid_t)row->pid;
+
+	if (e->req.mode == BM_REQ_ATTACH)
+		return same_process(pid, start, row->uid) ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	if (!pid && bm_effect_shim_pid(e->status_path, &pid, &start))
+		return -ENOENT;
+	return same_process(pid, start, 0) ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+}
+
+/* A launch that never reached a shim: its cgroup goes, and it waits in the queue again. */
+static void requeue(struct bm_agent *a, struct ag_effect *e, const struct bm_effect_row *row)
+{
+	struct bm_sup s;
+
+	bm_sup__init(&s);
+	s.cg = bm_cgroup__open(row->cgroup);
+	if (s.cg) {
+		s.loader = a->loader;
+		s.metered = true;	/* its meter, if it was registered, goes too */
+		(void)bm_sup__release(&s);
+	}
+	(void)bm_store__set_runtime(a->store, e->tenant, e->req.id, "", 0, 0);
+	ag_queue_add(a, e);
 }
 
 static void adopt_running(struct bm_agent *a, struct ag_effect *e, const struct bm_effect_row *row)
 {
 	struct bm_sup_opts so;
-	int status = -1;
+	int status = -1, fd;
 
+	(void)ag_effect_files(a, e->tenant, e->req.id, e->status_path, NULL);
+	fd = find_teller(e, row);
+	if (fd == -ENOENT)
+		return requeue(a, e, row);
 	ag_sup_opts(a, e, &so);
 	ag_started(a, e);
-	if (snprintf(e->status_path, sizeof(e->status_path), "%s/run/%s.%s.status", a->cfg.state_dir,
-		     e->tenant, e->req.id) >= (int)sizeof(e->status_path))
-		e->status_path[0] = '\0';
 	if (bm_sup__adopt(&e->sup, a->loader, &a->env, row->cgroup, &so)) {
 		bm_warn("effect %s/%s could not be re-adopted (%s): its cgroup or meter is gone", e->tenant,
 			e->req.id, e->sup.failed_step);
+		if (fd >= 0)
+			close(fd);
 		e->sup.out.reason = BM_REASON_METER_ERROR;
 		e->sup.out.by = "burstmeter";
 		e->sup.phase = BM_SUP_DONE;
@@ -61,14 +98,12 @@ static void adopt_running(struct bm_agent *a, struct ag_effect *e, const struct 
 		return;
 	}
 	ag_set_cg(a, e);
-	/* the shim, if it still runs (and is the same process), says when the command ends */
-	if (row->pid > 0 && (!row->pid_start || pid_start((pid_t)row->pid) == row->pid_start))
-		e->shim.pidfd = (int)syscall(SYS_pidfd_open, (pid_t)row->pid, 0);
-	e->state = row->state;
+	e->shim.pidfd = fd;
+	e->state = row->state == BM_ST_QUEUED ? BM_ST_RUNNING : row->state;
 	ag_watch_effect(a, e);
 	ag_wake(a, e);
 	if (e->shim.pidfd < 0) {
-		if (bm_effect_shim_status(e->status_path, &status))
+		if (e->req.mode == BM_REQ_LAUNCH && bm_effect_shim_status(e->status_path, &status))
 			status = -1;
 		bm_sup__exited(&e->sup, status);
 	}
@@ -100,6 +135,10 @@ static int adopt_row(const struct bm_effect_row *row, void *ctx)
 	}
 	snprintf(e->tenant, sizeof(e->tenant), "%s", row->tenant);
 	snprintf(e->tool, sizeof(e->tool), "%s", row->tool);
+	snprintf(e->parent, sizeof(e->parent), "%s", row->parent);
+	/* who it runs as, as stored; an older agent stored nobody: it is never run */
+	e->uid = row->uid >= 0 ? (uid_t)row->uid : (uid_t)-1;
+	e->gid = row->gid >= 0 ? (gid_t)row->gid : (gid_t)-1;
 	e->seq = ++a->seq;
 	e->state = BM_ST_QUEUED;
 	e->agent = a;
@@ -110,43 +149,79 @@ static int adopt_row(const struct bm_effect_row *row, void *ctx)
 	}
 	a->eff[a->n_eff++] = e;
 	c->n++;
-	if (row->cgroup[0]) {
+	/* the store is being walked: ending it (a store write) waits until the walk is done */
+	e->adopt_cancel = row->cancel_ms != 0;
+	if (row->cgroup[0])
 		adopt_running(a, e, row);
-	} else {
+	else if (!e->adopt_cancel && row->uid >= 0)
 		ag_queue_add(a, e);
-	}
 	return 0;
 }
 
+/* What adoption found that must end, or be cancelled, now that the store is not walked. */
+static void settle(struct bm_agent *a)
+{
+	unsigned int i;
+
+	/* downward: an effect that ends is swapped for the last, seen already */
+	for (i = a->n_eff; i-- > 0;) {
+		struct ag_effect *e;
+
+		if (i >= a->n_eff)
+			continue;
+		e = a->eff[i];
+		if (e->started || e->queue_i) {
+			if (e->adopt_cancel && e->started)
+				(void)ag_cancel(a, e);
+			e->adopt_cancel = false;
+			continue;
+		}
+		if (e->adopt_cancel)
+			ag_end_unstarted(a, e, BM_REASON_CANCELLED, NULL);
+		else
+			ag_end_unstarted(a, e, BM_REASON_METER_ERROR,
+					 "it was queued by an older burstmeter that stored no identity to "
+					 "run it as: not run; submit it again");
+	}
+}
+
+/* Is (tenant, id) in our store? Its live entry in *live (NULL if none). */
+static bool stored(struct bm_agent *a, const char *tenant, const char *id, struct ag_effect **live)
+{
+	struct bm_effect_row row;
+
+	memset(&row, 0, sizeof(row));
+	if (bm_store__get(a->store, tenant, id, &row))
+		return false;
+	bm_effect_row_clear(&row);
+	*live = ag_find(a, tenant, id);
+	return true;
+}
+
 /*
- * name is "burstmeter.<tenant>.<id>" and both may hold dots: the split whose
- * (tenant, id) is in our store. True and the effect's live entry in *live
- * (NULL if none), or false: not one of ours (another agent's, a run's).
+ * Is the cgroup named name one of our effects'? An older burstmeter's name
+ * ("burstmeter.<tenant>.<id>", both may hold dots) is ours under the split
+ * our store knows. True and the effect's live entry in *live (NULL if none),
+ * or false: not one of ours (another agent's, a run's).
  */
 static bool ours(struct bm_agent *a, const char *name, struct ag_effect **live)
 {
-	char tenant[BM_NAME_MAX + 1];
-	struct bm_effect_row row;
-	const char *rest, *dot;
-	bool found = false;
+	char tenant[BM_NAME_MAX + 1], id[BM_NAME_MAX + 1];
+	const char *rest = name + strlen(BM_EFFECT_PREFIX), *dot;
+	int how = bm_effect_name_split(name, tenant, id);
 
-	if (strncmp(name, "burstmeter.", 11))
+	if (how == 0)
+		return stored(a, tenant, id, live);
+	if (how < 0 && strncmp(name, BM_EFFECT_PREFIX, strlen(BM_EFFECT_PREFIX)))
 		return false;
-	rest = name + 11;
-	for (dot = strchr(rest, '.'); dot && !found; dot = strchr(dot + 1, '.')) {
+	for (dot = strchr(rest, '.'); dot; dot = strchr(dot + 1, '.')) {
 		if (dot - rest > BM_NAME_MAX)
 			break;
 		snprintf(tenant, sizeof(tenant), "%.*s", (int)(dot - rest), rest);
-		if (!bm_valid_name(tenant) || !bm_valid_name(dot + 1))
-			continue;
-		memset(&row, 0, sizeof(row));
-		if (bm_store__get(a->store, tenant, dot + 1, &row))
-			continue;
-		bm_effect_row_clear(&row);
-		*live = ag_find(a, tenant, dot + 1);
-		found = true;
+		if (bm_valid_name(tenant) && bm_valid_name(dot + 1) && stored(a, tenant, dot + 1, live))
+			return true;
 	}
-	return found;
+	return false;
 }
 
 /*
@@ -197,7 +272,9 @@ static void sweep(struct bm_agent *a)
 		for (i = 0; i < a->n_eff && !keep; i++) {
 			len = strlen(a->eff[i]->status_path);
 			keep = len && !strncmp(file, a->eff[i]->status_path, len) &&
-			       (!file[len] || !strcmp(file + len, ".tmp"));
+			       (!file[len] || !strcmp(file + len, ".tmp") ||
+				!strcmp(file + len, BM_SHIM_PID_SUFFIX) ||
+				!strcmp(file + len, BM_SHIM_PID_SUFFIX ".tmp"));
 		}
 		if (!keep)
 			unlink(file);
@@ -230,6 +307,7 @@ void ag_adopt(struct bm_agent *a)
 			bm_warn("failed to re-adopt the %s effects: %s", bm_state_name(live[i]),
 				strerror(-err));
 	}
+	settle(a);
 	if (c.n)
 		bm_info("re-adopted %u effects (%u queued)", c.n, a->queue.n);
 	sweep(a);

@@ -29,6 +29,15 @@ void bm_agent_cfg_default(struct bm_agent_cfg *c)
 	/* /metrics series <= 406 x (tenants + 1) x (tools + 1) + 9: 16 x 16 keeps it near 117k */
 	c->max_tools = 16;
 	c->max_metric_tenants = 16;
+	/* outside systemd's dynamic (61184-65519) and container (1879048192+) ranges */
+	c->uid_min = 900000;
+	c->uid_max = 965535;
+	c->max_log_bytes = 16ULL << 20;
+	c->retention_ns = 7 * 24 * 3600 * BM_NSEC_PER_SEC;
+	c->retention_effects = 10000;
+	/* a local user holds a few connections at once: more is one starving the others */
+	c->max_conns_per_uid = 64;
+	c->idle_timeout_s = 30;
 }
 
 struct y_tenant {
@@ -39,6 +48,8 @@ struct y_cfg {
 	char *socket, *socket_mode, *state_dir, *pin_dir, *metrics, *policy;
 	char *window_ms, *max_running, *max_queued, *tenant_max_running;
 	char *admit_cpu_pressure, *admit_mem_available, *max_tools, *max_metric_tenants;
+	char *uid_min, *uid_max, *max_log_bytes, *retention, *retention_effects, *max_conns_per_uid;
+	char *idle_timeout;
 	struct y_tenant *tenants;
 	unsigned int tenants_count;
 };
@@ -59,6 +70,8 @@ static const cyaml_schema_field_t cfg_fields[] = {
 	STR(socket), STR(socket_mode), STR(state_dir), STR(pin_dir), STR(metrics), STR(policy),
 	STR(window_ms), STR(max_running), STR(max_queued), STR(tenant_max_running),
 	STR(admit_cpu_pressure), STR(admit_mem_available), STR(max_tools), STR(max_metric_tenants),
+	STR(uid_min), STR(uid_max), STR(max_log_bytes), STR(retention), STR(retention_effects),
+	STR(max_conns_per_uid), STR(idle_timeout),
 	CYAML_FIELD_SEQUENCE("tenants", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL, struct y_cfg, tenants,
 			     &tenant_schema, 0, BM_AGENT_MAX_TENANTS),
 	CYAML_FIELD_END,
@@ -161,6 +174,24 @@ static int apply(struct ctx *x, const struct y_cfg *y, struct bm_agent_cfg *c)
 	    bm_parse_size(y->admit_mem_available, 0, 1ULL << 50, &c->admit_mem_available))
 		err = FAIL(x, "admit_mem_available", "invalid admit_mem_available '%s': expected a size, e.g. 256M",
 			   y->admit_mem_available);
+	err = err ?: uint_field(x, "uid_min", y->uid_min, 1, 4294967294ULL, &c->uid_min);
+	err = err ?: uint_field(x, "uid_max", y->uid_max, 1, 4294967294ULL, &c->uid_max);
+	if (!err && c->uid_max < c->uid_min)
+		err = FAIL(x, "uid_max", "invalid uid_max %u: below uid_min %u", c->uid_max, c->uid_min);
+	if (!err && y->max_log_bytes &&
+	    bm_parse_size(y->max_log_bytes, 4096, 1ULL << 40, &c->max_log_bytes))
+		err = FAIL(x, "max_log_bytes", "invalid max_log_bytes '%s': expected a size 4K..1T, "
+			   "e.g. 16Mi", y->max_log_bytes);
+	if (!err && y->retention &&
+	    bm_parse_duration_ns(y->retention, BM_NSEC_PER_SEC, 3650ULL * 86400 * BM_NSEC_PER_SEC,
+				 &c->retention_ns))
+		err = FAIL(x, "retention", "invalid retention '%s': expected a duration 1s..3650d, "
+			   "e.g. 7d", y->retention);
+	err = err ?: uint_field(x, "retention_effects", y->retention_effects, 1, 100000000,
+				&c->retention_effects);
+	err = err ?: uint_field(x, "max_conns_per_uid", y->max_conns_per_uid, 1, 100000,
+				&c->max_conns_per_uid);
+	err = err ?: uint_field(x, "idle_timeout", y->idle_timeout, 1, 3600, &c->idle_timeout_s);
 	c->window_ns = (uint64_t)window_ms * BM_NSEC_PER_MSEC;
 	c->admit_cpu_pressure = pressure;
 	return err ?: apply_tenants(x, y, c);

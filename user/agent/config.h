@@ -41,6 +41,12 @@ struct bm_agent_cfg {
 	uint64_t admit_mem_available;	/* MemAvailable (bytes) below which nothing starts */
 	unsigned int max_tools;		/* tool kinds kept as /metrics labels before "other" */
 	unsigned int max_metric_tenants;	/* tenants kept as /metrics labels before "other" */
+	unsigned int uid_min, uid_max;	/* the uids given to tenants that have none of their own */
+	uint64_t max_log_bytes;		/* an effect's output kept at most, the rest dropped */
+	uint64_t retention_ns;		/* ended effects (rows, logs) kept this long */
+	unsigned int retention_effects;	/* and at most this many of them */
+	unsigned int max_conns_per_uid;	/* API connections a uid may hold at once */
+	unsigned int idle_timeout_s;	/* an API connection with nothing to say is closed */
 	struct bm_tenant_map tenants[BM_AGENT_MAX_TENANTS];
 	unsigned int n_tenants;
 };

@@ -18,6 +18,7 @@
 #include "agent/watch.h"
 #include "base/common.h"
 #include "effect/egress.h"
+#include "effect/exec.h"
 
 /* Failures of one tool on one wall within this long back off its next submissions. */
 #define BACKOFF_WINDOW_MS (10 * 60 * 1000LL)
@@ -186,7 +187,13 @@ void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
 		bm_err("failed to remove the cgroup of %s/%s: %s", e->tenant, e->req.id, strerror(-err));
 	if (e->shim.pidfd >= 0)
 		close(e->shim.pidfd);
-	unlink(e->status_path);
+	if (e->status_path[0]) {
+		char pid_file[PATH_MAX + 8];
+
+		snprintf(pid_file, sizeof(pid_file), "%s" BM_SHIM_PID_SUFFIX, e->status_path);
+		(void)unlink(pid_file);
+		(void)unlink(e->status_path);
+	}
 	if (e->started)
 		a->running--;
 	ag_free_effect(a, e);

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <sys/wait.h>
 
 #include "agent/index.h"
@@ -27,4 +30,15 @@ void ag_shim_ended(struct bm_agent *a, struct ag_effect *e)
 	if (bm_effect_shim_status(e->status_path, &status))
 		status = -1;
 	bm_sup__exited(&e->sup, status);
+}
+
+int ag_effect_files(const struct bm_agent *a, const char *tenant, const char *id,
+		    char status[PATH_MAX], char log[PATH_MAX])
+{
+	const char *dir = a->cfg.state_dir;
+
+	if ((status && snprintf(status, PATH_MAX, "%s/run/%s@%s.status", dir, tenant, id) >= PATH_MAX) ||
+	    (log && snprintf(log, PATH_MAX, "%s/logs/%s@%s.log", dir, tenant, id) >= PATH_MAX))
+		return -ENAMETOOLONG;
+	return 0;
 }

@@ -12,4 +12,13 @@
  */
 void ag_shim_ended(struct bm_agent *a, struct ag_effect *e);
 
+/*
+ * The files the agent keeps of an effect, named after it: its shim's status
+ * file (state_dir/run/<tenant>@<id>.status, the shim's .pid beside it) and
+ * its output (state_dir/logs/<tenant>@<id>.log). Either may be NULL.
+ * Returns 0 or -ENAMETOOLONG.
+ */
+int ag_effect_files(const struct bm_agent *a, const char *tenant, const char *id,
+		    char status[PATH_MAX], char log[PATH_MAX]);
+
 #endif /* BM_AGENT_SHIM_H */

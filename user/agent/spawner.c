@@ -181,9 +181,19 @@ void bm_spawner__ready_main(int sock)
 	const char *status_path = NULL;
 	struct sp_req q;
 	sigset_t none;
+	pid_t ppid;
 	ssize_t n;
 
 	close_all_but(sock);
+	/*
+	 * Until the shim has said who it is (its .pid file, written before the
+	 * command can run), it dies with the spawner, which dies with the agent:
+	 * a launch an agent killed mid-way sent either runs, and is found, or
+	 * never runs, and is run by the next agent; never both.
+	 */
+	ppid = getppid();
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != ppid)
+		_exit(1);
 	signal(SIGCHLD, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);

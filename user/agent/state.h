@@ -39,14 +39,16 @@ struct ag_effect {
 	char tenant[BM_NAME_MAX + 1], tool[256];
 	enum bm_state state;
 	uint64_t seq;			/* admission order among equal priorities */
-	uid_t uid;
+	uid_t uid;			/* who its command runs as (ag_run_as()) */
 	gid_t gid;
+	char parent[BM_NAME_MAX + 1];	/* the effect of its tenant that asked for it, "": none */
 	struct bm_child shim;		/* its pidfd: only where no spawner tells its end */
 	uint64_t shim_id;		/* the spawner's name for the shim, 0: none */
 	uint64_t cg_id;			/* its cgroup's id as indexed (events name it), 0: not */
 	bool cg_scan;			/* the index could not take it: found by a scan */
 	/* asked of the spawner, not answered yet (the answer is tagged with seq) */
 	bool launching, cancel_pending;
+	bool adopt_cancel;		/* re-adopted with a cancel stored: honoured once adopted */
 	struct bm_agent *agent;
 	/* its place + 1 in a->queue, a->heap and a->awake (0: not there) */
 	unsigned int queue_i, heap_i, awake_i;

@@ -53,22 +53,34 @@ static const char *const migrations[] = {
 	"CREATE INDEX effects_recent ON effects"
 	" (tenant, tool, json_extract(outcome, '$.termination.reason'), updated_ms);"
 	"PRAGMA user_version = 2;",
+	/*
+	 * 2 -> 3: who an effect runs as (-1: not known, an older agent's: never run), the
+	 * effect that asked for it, ended effects by age (retention), and a uid per tenant
+	 */
+	"ALTER TABLE effects ADD COLUMN uid INTEGER NOT NULL DEFAULT -1;"
+	"ALTER TABLE effects ADD COLUMN gid INTEGER NOT NULL DEFAULT -1;"
+	"ALTER TABLE effects ADD COLUMN parent TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE effects ADD COLUMN cancel_ms INTEGER NOT NULL DEFAULT 0;"
+	"CREATE INDEX effects_ended ON effects (updated_ms) WHERE state IN (" FINALS ";"
+	"CREATE TABLE tenant_uids (tenant TEXT PRIMARY KEY, uid INTEGER NOT NULL UNIQUE) STRICT;"
+	"PRAGMA user_version = 3;",
 };
 _Static_assert(sizeof(migrations) / sizeof(char *) == BM_STORE_SCHEMA_VERSION, "one per version");
 
 enum stmt_id {
-	S_INSERT, S_SET_STATE, S_SET_RUNTIME, S_GET, S_TRANSITIONS, S_RECENT,
+	S_INSERT, S_SET_STATE, S_SET_RUNTIME, S_GET, S_TRANSITIONS, S_RECENT, S_EXPIRED, S_DELETE,
+	S_UID_GET, S_UID_PUT, S_UID_MAX, S_CANCEL,
 	S_LIST, S_LIST_TENANT, S_LIST_STATE, S_LIST_BOTH, S__MAX, /* S_LIST + tenant?1 + state?2 */
 };
 
 #define COLS "SELECT tenant, id, tool, state, priority, created_ms, updated_ms, cgroup, pid, " \
-	     "pid_start, request, outcome FROM effects"
+	     "pid_start, request, outcome, uid, gid, parent, cancel_ms FROM effects"
 #define LIST(where) COLS where " ORDER BY created_ms DESC, id LIMIT ?3"
 
 static const char *const stmt_sql[S__MAX] = {
 	[S_INSERT] = "INSERT INTO effects (tenant, id, tool, state, priority, created_ms,"
-		     " updated_ms, cgroup, pid, pid_start, request)"
-		     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10)",
+		     " updated_ms, cgroup, pid, pid_start, request, uid, gid, parent)"
+		     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
 	/* re-asserting the state (re-adoption after a restart) keeps updated_ms and logs nothing */
 	[S_SET_STATE] = "UPDATE effects SET state = ?3, updated_ms = iif(state = ?3, updated_ms,"
 			" ?4), outcome = coalesce(?5, outcome) WHERE tenant = ?1 AND id = ?2",
@@ -80,6 +92,17 @@ static const char *const stmt_sql[S__MAX] = {
 	/* spelled as in effects_recent, or the index does not serve it */
 	[S_RECENT] = "SELECT count(*) FROM effects WHERE tenant = ?1 AND tool = ?2"
 		     " AND json_extract(outcome, '$.termination.reason') = ?3 AND updated_ms >= ?4",
+	/* ended before ?1, or no later than the first past the ?2 newest ended (effects_ended) */
+	[S_EXPIRED] = "SELECT tenant, id FROM effects WHERE state IN (" FINALS " AND (updated_ms < ?1"
+		      " OR updated_ms <= coalesce((SELECT updated_ms FROM effects WHERE state IN ("
+		      FINALS " ORDER BY updated_ms DESC LIMIT 1 OFFSET ?2), -1)) LIMIT ?3",
+	/* its transitions go with it (ON DELETE CASCADE) */
+	[S_DELETE] = "DELETE FROM effects WHERE tenant = ?1 AND id = ?2 AND state IN (" FINALS,
+	/* the first cancel counts; an ended effect is not cancelled (effects_final) */
+	[S_CANCEL] = "UPDATE effects SET cancel_ms = ?3 WHERE tenant = ?1 AND id = ?2 AND cancel_ms = 0",
+	[S_UID_GET] = "SELECT uid FROM tenant_uids WHERE tenant = ?1",
+	[S_UID_PUT] = "INSERT INTO tenant_uids VALUES (?1, ?2)",
+	[S_UID_MAX] = "SELECT coalesce(max(uid), -1) FROM tenant_uids WHERE uid BETWEEN ?1 AND ?2",
 	[S_LIST] = LIST(""), [S_LIST_TENANT] = LIST(" WHERE tenant = ?1"),
 	[S_LIST_STATE] = LIST(" WHERE state = ?2"),
 	[S_LIST_BOTH] = LIST(" WHERE tenant = ?1 AND state = ?2"),
@@ -165,7 +188,8 @@ int bm_store__insert(struct bm_store *st, const struct bm_effect_row *r)
 	sqlite3_stmt *s;
 
 	if (!st || !r || !TERMINATED(r->tenant) || !TERMINATED(r->id) || !TERMINATED(r->tool) ||
-	    !TERMINATED(r->cgroup) || !bm_valid_name(r->tenant) || !bm_valid_name(r->id) ||
+	    !TERMINATED(r->cgroup) || !TERMINATED(r->parent) || !bm_valid_name(r->tenant) ||
+	    !bm_valid_name(r->id) ||
 	    (r->state != BM_ST_QUEUED && r->state != BM_ST_RUNNING))
 		return -EINVAL;
 	s = st->stmt[S_INSERT];
@@ -174,7 +198,8 @@ int bm_store__insert(struct bm_store *st, const struct bm_effect_row *r)
 			   bind_text(s, 4, bm_state_name(r->state)) ?: bind_text(s, 7, r->cgroup) ?:
 			   bind_i64(s, 5, r->priority) ?: bind_i64(s, 6, r->created_ms) ?:
 			   bind_i64(s, 8, r->pid) ?: bind_i64(s, 9, (int64_t)r->pid_start) ?:
-			   bind_text(s, 10, r->request_json));
+			   bind_text(s, 10, r->request_json) ?: bind_i64(s, 11, r->uid) ?:
+			   bind_i64(s, 12, r->gid) ?: bind_text(s, 13, r->parent));
 }
 
 /* Copy a TEXT column into a fixed array; NULL or too long only from a hand-edited file. */
@@ -195,8 +220,12 @@ static int fill_row(sqlite3_stmt *s, struct bm_effect_row *r, bool own)
 	if (!req || col_copy(s, 0, r->tenant, sizeof(r->tenant)) ||
 	    col_copy(s, 1, r->id, sizeof(r->id)) || col_copy(s, 2, r->tool, sizeof(r->tool)) ||
 	    col_copy(s, 7, r->cgroup, sizeof(r->cgroup)) ||
+	    col_copy(s, 14, r->parent, sizeof(r->parent)) ||
 	    bm_state_parse((const char *)sqlite3_column_text(s, 3), &r->state))
 		return -EIO;
+	r->uid = sqlite3_column_int64(s, 12);
+	r->gid = sqlite3_column_int64(s, 13);
+	r->cancel_ms = sqlite3_column_int64(s, 15);
 	r->priority = sqlite3_column_int(s, 4);
 	r->created_ms = sqlite3_column_int64(s, 5);
 	r->updated_ms = sqlite3_column_int64(s, 6);
@@ -497,4 +526,86 @@ void bm_store__free(struct bm_store *st)
 	/* the last connection's close checkpoints the WAL into state.db */
 	sqlite3_close_v2(st->db);
 	free(st);
+}
+
+int bm_store__expire(struct bm_store *st, int64_t before_ms, unsigned int keep, unsigned int max,
+		     bm_key_fn fn, void *ctx)
+{
+	char (*keys)[2][BM_NAME_MAX + 1];
+	sqlite3_stmt *s;
+	unsigned int n = 0, i;
+	int rc, ret = 0;
+
+	if (!st || !max)
+		return -EINVAL;
+	keys = calloc(max, sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	/* the keys first, then each row: fn runs between no two steps of a walk */
+	s = st->stmt[S_EXPIRED];
+	rc = bind_i64(s, 1, before_ms) ?: bind_i64(s, 2, keep) ?: bind_i64(s, 3, max);
+	for (; rc == SQLITE_OK && n < max && (rc = sqlite3_step(s)) == SQLITE_ROW; rc = SQLITE_OK)
+		if (!col_copy(s, 0, keys[n][0], sizeof(keys[n][0])) &&
+		    !col_copy(s, 1, keys[n][1], sizeof(keys[n][1])))
+			n++;
+	ret = run_bound(s, rc ?: SQLITE_DONE);
+	for (i = 0; !ret && i < n; i++) {
+		s = st->stmt[S_DELETE];
+		ret = run_bound(s, bind_key(s, keys[i][0], keys[i][1]));
+		if (!ret && fn)
+			fn(keys[i][0], keys[i][1], ctx);
+	}
+	free(keys);
+	return ret ?: (int)n;
+}
+
+int bm_store__tenant_uid(struct bm_store *st, const char *tenant, int64_t *uid)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (!st || !tenant || !uid)
+		return -EINVAL;
+	s = st->stmt[S_UID_GET];
+	rc = bind_text(s, 1, tenant) ?: sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*uid = sqlite3_column_int64(s, 0);
+	return run_bound(s, rc) ?: rc == SQLITE_ROW ? 0 : -ENOENT;
+}
+
+int bm_store__tenant_uid_put(struct bm_store *st, const char *tenant, int64_t uid)
+{
+	sqlite3_stmt *s;
+	int err;
+
+	if (!st || !tenant || uid < 0)
+		return -EINVAL;
+	s = st->stmt[S_UID_PUT];
+	err = run_bound(s, bind_text(s, 1, tenant) ?: bind_i64(s, 2, uid));
+	/* the uid (UNIQUE) or the tenant (PRIMARY KEY) is taken */
+	return err == -EINVAL ? -EEXIST : err;
+}
+
+int bm_store__tenant_uid_max(struct bm_store *st, int64_t lo, int64_t hi, int64_t *max)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (!st || !max)
+		return -EINVAL;
+	s = st->stmt[S_UID_MAX];
+	rc = bind_i64(s, 1, lo) ?: bind_i64(s, 2, hi) ?: sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*max = sqlite3_column_int64(s, 0);
+	return run_bound(s, rc);
+}
+
+int bm_store__cancel(struct bm_store *st, const char *tenant, const char *id, int64_t at_ms)
+{
+	sqlite3_stmt *s;
+
+	if (!st || !tenant || !id)
+		return -EINVAL;
+	s = st->stmt[S_CANCEL];
+	return run_bound(s, bind_key(s, tenant, id) ?: bind_i64(s, 3, at_ms));
 }

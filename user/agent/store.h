@@ -22,7 +22,7 @@
 
 /* PRAGMA application_id ("bmst") and user_version of the schema this build writes */
 #define BM_STORE_APPLICATION_ID 1651340148
-#define BM_STORE_SCHEMA_VERSION 2
+#define BM_STORE_SCHEMA_VERSION 3
 
 enum bm_state {
 	BM_ST_QUEUED,
@@ -54,6 +54,9 @@ struct bm_effect_row {
 	char cgroup[PATH_MAX];		/* "" until it runs */
 	int64_t pid;			/* supervising process, 0 if none */
 	uint64_t pid_start;		/* its start time (/proc/PID/stat field 22): pid reuse guard */
+	int64_t uid, gid;		/* who it runs as; -1: not known (never run then) */
+	char parent[BM_NAME_MAX + 1];	/* the effect of its tenant that asked for it, "" none */
+	int64_t cancel_ms;		/* when it was asked to be cancelled, 0: never */
 	char *request_json;		/* the validated request, canonical JSON (owned) */
 	char *outcome_json;		/* burstmeter.outcome/v1, NULL until it ended (owned) */
 };
@@ -117,6 +120,25 @@ int bm_store__transitions(struct bm_store *st, const char *tenant, const char *i
  */
 int bm_store__recent(struct bm_store *st, const char *tenant, const char *tool, const char *reason,
 		     int64_t since_ms, unsigned int *count);
+
+/* Record that it was asked to end (a restart must not run it): 0 or -errno; the first time counts. */
+int bm_store__cancel(struct bm_store *st, const char *tenant, const char *id, int64_t at_ms);
+
+typedef void (*bm_key_fn)(const char *tenant, const char *id, void *ctx);
+/*
+ * Delete, at most max of them, the ended effects that ended before
+ * before_ms or are not among the keep newest ended ones, calling fn (may be
+ * NULL) for each deleted. Returns how many were deleted, or -errno.
+ */
+int bm_store__expire(struct bm_store *st, int64_t before_ms, unsigned int keep, unsigned int max,
+		     bm_key_fn fn, void *ctx);
+
+/* The uid given to tenant: 0 and *uid, or -ENOENT if none was. */
+int bm_store__tenant_uid(struct bm_store *st, const char *tenant, int64_t *uid);
+/* Give tenant uid for good: 0, or -EEXIST if the tenant has one or the uid is another's. */
+int bm_store__tenant_uid_put(struct bm_store *st, const char *tenant, int64_t uid);
+/* The highest uid in [lo, hi] given to a tenant, -1 if none. */
+int bm_store__tenant_uid_max(struct bm_store *st, int64_t lo, int64_t hi, int64_t *max);
 
 /* Free the strings a row owns and zero it. NULL-safe. */
 void bm_effect_row_clear(struct bm_effect_row *row);

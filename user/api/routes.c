@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The agent's HTTP/1.1 JSON API: one table of routes, each a handler. The
- * caller's identity comes from the kernel (SO_PEERCRED), never from the
- * body: a tenant sees and acts on its own effects only, and another
- * tenant's id is simply not found. The agent answers in -errno; the
- * statuses are chosen here, and only here.
+ * caller's identity comes from the kernel (SO_PEERCRED, its cgroup), never
+ * from the body: a tenant sees and acts on its own effects only, and
+ * another tenant's id is simply not found. Code inside an effect that
+ * reaches the socket (a pod mounts it) is its effect's tenant, asks for
+ * nothing looser than its own sandbox, and sees only the effects it asked
+ * for. The agent answers in -errno; the statuses are chosen here, only here.
  */
 #include <errno.h>
 #include <microhttpd.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "agent/admit.h"
+#include "agent/identity.h"
 #include "agent/index.h"
 #include "api/api.h"
 #include "base/common.h"
@@ -24,6 +27,9 @@ struct caller {
 	uid_t uid;
 	gid_t gid;
 	char tenant[BM_NAME_MAX + 1];
+	/* the effect the caller runs inside (its id; "": none) and that effect's sandbox */
+	char effect[BM_NAME_MAX + 1];
+	struct bm_sandbox sandbox;
 };
 
 /* What a route handler gets: the request, who asked, and the id in the path (if any). */
@@ -40,14 +46,28 @@ static int peer(struct bm_agent *a, struct MHD_Connection *c, struct caller *who
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
+	struct ag_effect *in;
 
+	memset(who, 0, sizeof(*who));
 	if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
 		return -errno;
 	who->pid = cred.pid;
 	who->uid = cred.uid;
 	who->gid = cred.gid;
 	bm_agent_cfg_tenant(&a->cfg, cred.uid, who->tenant, sizeof(who->tenant));
+	in = ag_caller_effect(a, cred.pid);
+	if (in) {
+		snprintf(who->tenant, sizeof(who->tenant), "%s", in->tenant);
+		snprintf(who->effect, sizeof(who->effect), "%s", in->req.id);
+		who->sandbox = in->req.sandbox;
+	}
 	return 0;
+}
+
+/* May the caller see effect row? Outside effects: any of its tenant's; inside: its own, and those it asked for. */
+static bool visible(const struct caller *who, const struct bm_effect_row *row)
+{
+	return !who->effect[0] || !strcmp(row->id, who->effect) || !strcmp(row->parent, who->effect);
 }
 
 /* ag_submit()'s refusals, as statuses and messages. */
@@ -76,6 +96,7 @@ static enum MHD_Result create(const struct call *k)
 	struct bm_request req = { 0 };
 	char tenant[BM_NAME_MAX + 1], id[BM_NAME_MAX + 1];
 	unsigned int retry = 0, st;
+	const char *looser;
 	struct ag_effect *e;
 	json_t *errs = NULL, *j;
 	int err;
@@ -88,10 +109,18 @@ static enum MHD_Result create(const struct call *k)
 		return ag_api_reply(k->c, MHD_HTTP_BAD_REQUEST,
 				    json_pack("{s:s, s:o}", "error", "invalid request", "fields", errs), 0);
 	}
-	/* the tenant is the caller's; only root may act for another */
+	/* the tenant is the caller's; only root may act for another, and never from inside an effect */
 	snprintf(tenant, sizeof(tenant), "%s", k->who->tenant);
+	looser = k->who->effect[0] ? bm_sandbox_looser(&req.sandbox, &k->who->sandbox) : NULL;
+	if (looser) {
+		bm_request_free(&req);
+		return ag_api_reply(k->c, MHD_HTTP_FORBIDDEN,
+				    json_pack("{s:s, s:[{s:s, s:s}]}", "error", "forbidden", "fields", "field",
+					      looser, "error", "looser than the sandbox of the effect that asks"),
+				    0);
+	}
 	if (req.tenant[0] && strcmp(req.tenant, k->who->tenant)) {
-		if (k->who->uid) {
+		if (k->who->uid || k->who->effect[0]) {
 			bm_request_free(&req);
 			return ag_api_reply(k->c, MHD_HTTP_FORBIDDEN,
 					    json_pack("{s:s, s:[{s:s, s:s}]}", "error", "forbidden", "fields",
@@ -101,7 +130,8 @@ static enum MHD_Result create(const struct call *k)
 	}
 	/* ag_submit() takes the request over (and zeroes it): an effect that failed at once is found by this */
 	snprintf(id, sizeof(id), "%s", req.id);
-	err = ag_submit(a, &req, tenant, k->who->uid, k->who->gid, k->who->pid, &e, &retry);
+	err = ag_submit(a, &req, tenant, k->who->uid, k->who->gid, k->who->pid,
+			k->who->effect[0] ? k->who->effect : NULL, &e, &retry);
 	bm_request_free(&req);
 	if (err && err != -EEXIST)
 		return refused(k->c, err, retry);
@@ -154,6 +184,7 @@ static void unwait(struct bm_api *api, struct ag_conn *cc)
 
 struct list_ctx {
 	struct bm_agent *a;
+	const struct caller *who;
 	json_t *arr;
 };
 
@@ -161,7 +192,8 @@ static int list_row(const struct bm_effect_row *row, void *ctx)
 {
 	struct list_ctx *l = ctx;
 
-	json_array_append_new(l->arr, ag_row_json(l->a, row, false));
+	if (visible(l->who, row))
+		json_array_append_new(l->arr, ag_row_json(l->a, row, false));
 	return 0;
 }
 
@@ -169,7 +201,7 @@ static enum MHD_Result list(const struct call *k)
 {
 	const char *state = MHD_lookup_connection_value(k->c, MHD_GET_ARGUMENT_KIND, "state");
 	const char *limit = MHD_lookup_connection_value(k->c, MHD_GET_ARGUMENT_KIND, "limit");
-	struct list_ctx l = { k->api->a, json_array() };
+	struct list_ctx l = { k->api->a, k->who, json_array() };
 	enum bm_state st = 0;
 	uint64_t n = 100;
 
@@ -289,14 +321,13 @@ static enum MHD_Result route(struct bm_api *api, struct MHD_Connection *c, struc
 	bool path_found = false;
 	struct caller who;
 	unsigned int i;
-	json_t *j;
 	int m;
 
 	if (peer(api->a, c, &who))
 		return ag_api_error(c, MHD_HTTP_FORBIDDEN, "cannot tell who is calling");
 	/* root (the operator, `run` on a tenant's behalf) may name the tenant; nobody else */
 	if (as) {
-		if (who.uid)
+		if (who.uid || who.effect[0])
 			return ag_api_error(c, MHD_HTTP_FORBIDDEN,
 					    "tenant: only root may act for another tenant");
 		if (!bm_valid_name(as))
@@ -319,10 +350,14 @@ static enum MHD_Result route(struct bm_api *api, struct MHD_Connection *c, struc
 			continue;
 		/* another tenant's effect does not exist, as far as this caller can tell */
 		if (r->sub) {
-			j = ag_effect_json(api->a, who.tenant, id);
-			if (!j)
+			struct bm_effect_row row;
+
+			if (bm_store__get(api->a->store, who.tenant, id, &row))
 				return ag_api_error(c, MHD_HTTP_NOT_FOUND, "no such effect");
-			json_decref(j);
+			m = visible(&who, &row);
+			bm_effect_row_clear(&row);
+			if (!m)
+				return ag_api_error(c, MHD_HTTP_NOT_FOUND, "no such effect");
 		}
 		return r->fn(&k);
 	}

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define BM_NSEC_PER_SEC 1000000000ULL
 #define BM_NSEC_PER_MSEC 1000000ULL
@@ -53,6 +54,15 @@ uint64_t bm_wall_ns(void);
 void bm_timerfd_at(int fd, uint64_t at_ns);
 /* Format CLOCK_REALTIME ns as 2026-11-30T10:00:00.000Z into buf (>= 32 bytes). */
 char *bm_iso8601(uint64_t wall_ns, char *buf, size_t len);
+
+/*
+ * A point a test may kill us at: if $BURSTMETER_FAULT names it, SIGKILL,
+ * there and then (tests/integration/test_faults.c). Costs a string compare.
+ */
+void bm_fault(const char *point);
+
+/* The start time of pid (/proc/PID/stat field 22, clock ticks since boot), 0 if it is gone. */
+uint64_t bm_pid_start(pid_t pid);
 
 /* Read a small file into buf (NUL-terminated). Returns bytes read or -errno. */
 int bm_read_file(int dirfd, const char *path, char *buf, size_t len);

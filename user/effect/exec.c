@@ -66,28 +66,11 @@ int bm_effect_resolve(const char *cmd, char *buf, size_t len)
 	return first;
 }
 
-/* What the child reports on the pipe: the stage that failed and its errno. */
+/* What the children report on the channel: the stage that failed and its errno. */
 struct child_err {
 	int join;
 	int err;
 };
-
-static int set_loopback_up(void)
-{
-	struct ifreq ifr = { 0 };
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
-
-	if (fd < 0)
-		return -errno;
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
-		err = -errno;
-	ifr.ifr_flags |= IFF_UP;
-	if (!err && ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
-		err = -errno;
-	close(fd);
-	return err;
-}
 
 /*
  * The bounding and ambient sets: while we still have CAP_SETPCAP, that is
@@ -114,33 +97,50 @@ static int drop_caps(void)
 	return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
 }
 
-/* Namespaces first (they need the privileges), then where and who, then what it may do. */
+/*
+ * The namespaces a command without an init gets (its own, made here);
+ * with pid_ns the init made them before it cloned the command.
+ */
+static int own_namespaces(const struct bm_exec *x)
+{
+	int err;
+
+	if (x->new_netns) {
+		if (unshare(CLONE_NEWNET) < 0)
+			return -errno;
+		err = bm_ns_loopback_up();
+		if (err)
+			return err;
+	}
+	if (bm_mounts_wanted(&x->mnt)) {
+		if (unshare(CLONE_NEWNS) < 0)
+			return -errno;
+		err = bm_ns_mount(&x->mnt);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* In the cgroup already: its cgroup namespace, then who, where, and what it may do. */
 static int apply_exec(const struct bm_exec *x)
 {
-	char opts[64];
 	int i, err;
 
-	if (x->new_netns && (unshare(CLONE_NEWNET) < 0 || set_loopback_up()))
-		return errno ? -errno : -EIO;
-	if (x->ro_root) {
-		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-			return -errno;
-		if (x->tmpfs_bytes) {
-			snprintf(opts, sizeof(opts), "size=%llu,mode=1777", (unsigned long long)x->tmpfs_bytes);
-			if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-				return -errno;
-		}
-		if (mount("/", "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
-			return -errno;
-	}
+	if (!x->pid_ns && (err = own_namespaces(x)))
+		return err;
+	/* rooted at the cgroup it is in: no cgroup above it can be named, or joined */
+	if (x->cgroup_ns && unshare(CLONE_NEWCGROUP) < 0)
+		return -errno;
 	for (i = 0; i < 3; i++)
 		if (x->stdio[i] >= 0 && dup2(x->stdio[i], i) < 0)
 			return -errno;
-	if (x->cwd && chdir(x->cwd) < 0)
-		return -errno;
 	if (x->drop_caps && (err = drop_bounding()))
 		return err;
 	if (x->set_ids && (setgroups(0, NULL) < 0 || setgid(x->gid) < 0 || setuid(x->uid) < 0))
+		return -errno;
+	/* as the effect's uid: no directory it could not reach itself */
+	if (x->cwd && chdir(x->cwd) < 0)
 		return -errno;
 	if (x->drop_caps && (err = drop_caps()))
 		return err;
@@ -149,23 +149,29 @@ static int apply_exec(const struct bm_exec *x)
 	return 0;
 }
 
+static void report(int fd, int join, int err)
+{
+	struct child_err ce = { join, err };
+
+	if (write(fd, &ce, sizeof(ce)) < 0)
+		_exit(127);
+}
+
 static void child_exec(const int *join_fds, int n_join, char *const argv[], const struct bm_exec *x,
 		       int errfd)
 {
-	struct child_err ce = { 0, 0 };
 	sigset_t none;
-	int i;
+	int i, err = 0;
 
 	for (i = 0; i < n_join; i++) {
 		if (join_fds[i] >= 0 && write(join_fds[i], "0", 1) != 1) {
-			ce.join = 1;
-			ce.err = errno;
-			goto fail;
+			report(errfd, 1, errno);
+			_exit(127);
 		}
 	}
-	if (x && (ce.err = -apply_exec(x))) {
-		ce.join = 1;
-		goto fail;
+	if (x && (err = -apply_exec(x))) {
+		report(errfd, 1, err);
+		_exit(127);
 	}
 	/* a shim ignores SIGTERM for itself; the command must not inherit that */
 	for (i = 1; i < 32; i++)
@@ -177,11 +183,126 @@ static void child_exec(const int *join_fds, int n_join, char *const argv[], cons
 		execvpe(argv[0], argv, x->envp);
 	else
 		execvp(argv[0], argv);
-	ce.err = errno;
-fail:
-	if (write(errfd, &ce, sizeof(ce)) < 0)
-		_exit(127);
+	report(errfd, 0, errno);
 	_exit(127);
+}
+
+/* clone3() into the cgroup fd (-1: where we are), with flags; the child's pidfd in *pidfd. */
+static long clone_into(int cgroup_fd, uint64_t flags, int *pidfd)
+{
+	struct clone_args args = { 0 };
+
+	args.flags = flags | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0);
+	args.pidfd = (uint64_t)(uintptr_t)pidfd;
+	args.exit_signal = SIGCHLD;
+	args.cgroup = cgroup_fd >= 0 ? (uint64_t)cgroup_fd : 0;
+	return syscall(SYS_clone3, &args, sizeof(args));
+}
+
+static int send_fd(int sock, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u = { { 0 } };
+	struct child_err ce = { -1, 0 };	/* join -1: "here is its pidfd" */
+	struct iovec iov = { &ce, sizeof(ce) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+/* The init of the command's PID namespace: pid 1 there, in our cgroup. Never returns. */
+static void init_main(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
+		      const struct bm_exec *x, int chan, int status_fd)
+{
+	struct bm_exec cx = *x;
+	int logp[2] = { -1, -1 }, pidfd = -1, err;
+	long pid;
+
+	prctl(PR_SET_NAME, "bm-init");
+	if (x->new_netns && (err = bm_ns_loopback_up()))
+		goto fail;
+	err = bm_ns_mount(&x->mnt);
+	if (err)
+		goto fail;
+	if (x->log_max) {
+		if (pipe2(logp, O_CLOEXEC) < 0) {
+			err = -errno;
+			goto fail;
+		}
+		cx.stdio[1] = cx.stdio[2] = logp[1];
+	}
+	pid = clone_into(cgroup_fd, 0, &pidfd);
+	if (pid < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (pid == 0)
+		child_exec(join_fds, n_join, argv, &cx, chan);
+	/* ours closed: the shim sees the end once the command has exec'd (or said why not) */
+	err = send_fd(chan, pidfd);
+	close(chan);
+	close(pidfd);
+	if (logp[1] >= 0)
+		close(logp[1]);
+	(void)err;
+	bm_ns_init((pid_t)pid, status_fd, logp[0], x->stdio[1], x->log_max);
+	_exit(0);
+fail:
+	report(chan, 1, -err);
+	_exit(127);
+}
+
+/*
+ * What the children say on chan until it closes: an error, and (pid_ns)
+ * the command's pidfd. Returns 0 once it exec'd, else as bm_effect_spawn_ex().
+ */
+static int collect(int chan, int *pidfd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct child_err ce;
+	struct iovec iov = { &ce, sizeof(ce) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+	int ret = 0;
+	ssize_t n;
+
+	for (;;) {
+		msg.msg_control = u.buf;
+		msg.msg_controllen = sizeof(u.buf);
+		n = recvmsg(chan, &msg, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : ret;
+		c = CMSG_FIRSTHDR(&msg);
+		if (c && c->cmsg_type == SCM_RIGHTS)
+			memcpy(pidfd, CMSG_DATA(c), sizeof(int));
+		if (n == sizeof(ce) && ce.join >= 0 && !ret)
+			ret = ce.join ? (ce.err ? -ce.err : -EIO) : (ce.err ? ce.err : EIO);
+	}
+}
+
+/* The host's pid of the process a pidfd refers to (its fdinfo's "Pid:"), 0 if it is gone. */
+static pid_t pidfd_pid(int pidfd)
+{
+	char path[64], buf[512], *p;
+	int pid = 0;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	if (bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) > 0 && (p = strstr(buf, "\nPid:")))
+		sscanf(p + 5, "%d", &pid);
+	return pid > 0 ? (pid_t)pid : 0;
 }
 
 int bm_effect_spawn(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
@@ -193,44 +314,92 @@ int bm_effect_spawn(int cgroup_fd, const int *join_fds, int n_join, char *const 
 int bm_effect_spawn_ex(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
 		       const struct bm_exec *x, struct bm_child *child)
 {
-	struct clone_args args = { 0 };
-	struct child_err ce = { 0, 0 };
-	int pipefd[2], pidfd = -1, err = 0;
-	ssize_t n;
+	bool pidns = x && x->pid_ns;
+	int chan[2], st[2] = { -1, -1 }, pidfd = -1, cmd_fd = -1, ret;
+	uint64_t flags = 0;
 	long pid;
 
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) < 0)
 		return -errno;
-	args.flags = CLONE_INTO_CGROUP | CLONE_PIDFD;
-	args.pidfd = (uint64_t)(uintptr_t)&pidfd;
-	args.exit_signal = SIGCHLD;
-	args.cgroup = (uint64_t)cgroup_fd;
-	pid = syscall(SYS_clone3, &args, sizeof(args));
+	if (pidns && pipe2(st, O_CLOEXEC) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	if (pidns)
+		flags = CLONE_NEWPID | CLONE_NEWNS | (x->new_netns ? CLONE_NEWNET : 0);
+	pid = clone_into(pidns ? -1 : cgroup_fd, flags, &pidfd);
 	if (pid < 0) {
-		err = -errno;
-		close(pipefd[0]);
-		close(pipefd[1]);
-		return err;
+		ret = -errno;
+		goto out;
 	}
 	if (pid == 0) {
-		close(pipefd[0]);
-		child_exec(join_fds, n_join, argv, x, pipefd[1]);
+		close(chan[0]);
+		if (pidns) {
+			close(st[0]);
+			init_main(cgroup_fd, join_fds, n_join, argv, x, chan[1], st[1]);
+		}
+		child_exec(join_fds, n_join, argv, x, chan[1]);
 	}
-	close(pipefd[1]);
-	/* EOF means the exec closed the pipe (O_CLOEXEC): the command is running */
-	do
-		n = read(pipefd[0], &ce, sizeof(ce));
-	while (n < 0 && errno == EINTR);
-	close(pipefd[0]);
-	if (n == sizeof(ce)) {
+	close(chan[1]);
+	chan[1] = -1;
+	if (pidns) {
+		close(st[1]);
+		st[1] = -1;
+	}
+	/* the end of the channel: the exec closed it (O_CLOEXEC), the command runs */
+	ret = collect(chan[0], &cmd_fd);
+	if (ret) {
+		/* the init, having reaped a command that never ran, ends too */
 		waitpid((pid_t)pid, NULL, 0);
-		close(pidfd);
-		if (ce.join)
-			return ce.err ? -ce.err : -EIO;
-		return ce.err ? ce.err : EIO;
+		goto out;
 	}
-	child->pid = (pid_t)pid;
-	child->pidfd = pidfd;
+	if (pidns) {
+		child->pidfd = cmd_fd;
+		child->pid = cmd_fd >= 0 ? pidfd_pid(cmd_fd) : 0;
+		child->status_fd = st[0];
+		cmd_fd = st[0] = -1;
+		/* the init is not waited for here: it outlives the command, to reap what it left */
+	} else {
+		child->pid = (pid_t)pid;
+		child->pidfd = pidfd;
+		child->status_fd = -1;
+		pidfd = -1;
+	}
+out:
+	if (pidfd >= 0)
+		close(pidfd);
+	if (cmd_fd >= 0)
+		close(cmd_fd);
+	if (st[0] >= 0)
+		close(st[0]);
+	if (st[1] >= 0)
+		close(st[1]);
+	close(chan[0]);
+	if (chan[1] >= 0)
+		close(chan[1]);
+	return ret;
+}
+
+int bm_child_wait(struct bm_child *c, int *wait_status)
+{
+	siginfo_t si;
+	ssize_t n;
+
+	if (c->status_fd >= 0) {
+		do
+			n = read(c->status_fd, wait_status, sizeof(*wait_status));
+		while (n < 0 && errno == EINTR);
+		/* its init died first (killed): the status went with it */
+		if (n != sizeof(*wait_status))
+			*wait_status = -1;
+		return 0;
+	}
+	memset(&si, 0, sizeof(si));
+	while (waitid(P_PID, (id_t)c->pid, &si, WEXITED) < 0)
+		if (errno != EINTR)
+			return -errno;
+	*wait_status = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0)
+					       : W_EXITCODE(0, si.si_status);
 	return 0;
 }
 
@@ -254,13 +423,30 @@ static void shim_close_fds(const int *keep, int n)
 	syscall(SYS_close_range, lo, ~0U, 0);
 }
 
+/*
+ * Whole or not at all (the rename), for an agent that reads it after a
+ * crash of its own. Not fsync'ed: a crash of the machine ends the command
+ * too, and thousands of effects ending at once queued on the journal.
+ */
+static void write_whole(const char *path, const char *suffix, const char *line)
+{
+	char tmp[PATH_MAX + 32], dst[PATH_MAX + 16];
+	int fd;
+
+	snprintf(dst, sizeof(dst), "%s%s", path, suffix);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", dst);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd >= 0 && write(fd, line, strlen(line)) > 0 && !close(fd))
+		(void)rename(tmp, dst);
+}
+
 void bm_effect_shim_main(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
 			 const struct bm_exec *x, const char *status_path, int report_fd)
 {
 	struct bm_shim_report r = { 0, 0 };
-	struct bm_child c = { 0, -1 };
-	char tmp[PATH_MAX + 8], line[32];
-	int keep[8], nk = 0, i, status = 0, fd;
+	struct bm_child c = { 0, -1, -1 };
+	char line[64];
+	int keep[8], nk = 0, i, status = 0;
 
 	setsid();
 	/* its own name in ps and top, not its parent's ("burstmeter", "bm-spawner") */
@@ -277,24 +463,21 @@ void bm_effect_shim_main(int cgroup_fd, const int *join_fds, int n_join, char *c
 	for (i = 0; x && i < 3 && nk < 8; i++)
 		keep[nk++] = x->stdio[i];
 	shim_close_fds(keep, nk);
+	/* who we are, before the command can run: an agent killed now finds us, not a second run */
+	snprintf(line, sizeof(line), "P %d %llu\n", (int)getpid(),
+		 (unsigned long long)bm_pid_start(getpid()));
+	write_whole(status_path, BM_SHIM_PID_SUFFIX, line);
+	/* found from now on: it outlives the agent and the spawner */
+	(void)prctl(PR_SET_PDEATHSIG, 0);
 	r.ret = bm_effect_spawn_ex(cgroup_fd, join_fds, n_join, argv, x, &c);
 	r.pid = c.pid;
 	if (write(report_fd, &r, sizeof(r)) != sizeof(r) || r.ret)
 		_exit(1);
 	close(report_fd);
-	while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR)
-		;
-	/*
-	 * Whole or not at all (the rename), for an agent that reads it after a
-	 * crash of its own. Not fsync'ed: a crash of the machine ends the
-	 * command too, and thousands of effects ending at once queued on the
-	 * journal, one flush each.
-	 */
-	snprintf(tmp, sizeof(tmp), "%s.tmp", status_path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (bm_child_wait(&c, &status))
+		status = -1;
 	snprintf(line, sizeof(line), "W %d\n", status);
-	if (fd >= 0 && write(fd, line, strlen(line)) > 0 && !close(fd))
-		rename(tmp, status_path);
+	write_whole(status_path, "", line);
 	_exit(0);
 }
 
@@ -335,6 +518,23 @@ int bm_effect_shim(int cgroup_fd, const int *join_fds, int n_join, char *const a
 	if (shim->pidfd < 0)
 		return -errno;
 	*effect_pid = r.pid;
+	return 0;
+}
+
+int bm_effect_shim_pid(const char *status_path, pid_t *pid, uint64_t *start)
+{
+	char path[PATH_MAX + 8], buf[64];
+	unsigned long long st;
+	int n, p;
+
+	snprintf(path, sizeof(path), "%s" BM_SHIM_PID_SUFFIX, status_path);
+	n = bm_read_file(AT_FDCWD, path, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	if (sscanf(buf, "P %d %llu", &p, &st) != 2 || p <= 0)
+		return -EINVAL;
+	*pid = p;
+	*start = st;
 	return 0;
 }
 

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* Starting an effect's command inside its cgroup, with no instruction run outside it. */
-#ifndef BM_EFFECT_H
-#define BM_EFFECT_H
+#ifndef BM_EXEC_H
+#define BM_EXEC_H
 
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "effect/nsinit.h"
 
 /*
  * Find cmd as execvp() would (PATH unless it has a '/') and check it can be
@@ -18,16 +20,24 @@ int bm_effect_resolve(const char *cmd, char *buf, size_t len);
 struct bm_child {
 	pid_t pid;
 	int pidfd;
+	/*
+	 * In a PID namespace of its own the command is not our child: its
+	 * init writes its wait status here (an int) when it ends. -1: it is
+	 * our child, waitid() it.
+	 */
+	int status_fd;
 };
 
 /*
  * How the command is started, beyond argv (NULL to inherit everything):
  * environment, directory, stdio, identity and the sandbox of an execution
- * request, applied in the child between entering the cgroup and exec.
+ * request. Namespaces are made first, while we hold the privileges; then
+ * the identity is taken, the directory entered as it, the capabilities
+ * dropped. Sent whole to the spawner: no pointer but envp and cwd.
  */
 struct bm_exec {
 	char *const *envp;		/* NULL: inherit */
-	const char *cwd;		/* NULL: inherit */
+	const char *cwd;		/* NULL: inherit; entered as uid */
 	int stdio[3];			/* -1: inherit */
 	bool set_ids;			/* run as uid/gid, supplementary groups dropped */
 	uid_t uid;
@@ -35,16 +45,28 @@ struct bm_exec {
 	bool drop_caps;			/* empty capability sets, bounding and ambient too */
 	bool no_new_privs;
 	bool new_netns;			/* network policy none: only a loopback of its own */
-	bool ro_root;			/* / read-only in a mount namespace of its own */
-	uint64_t tmpfs_bytes;		/* with ro_root: a writable /tmp of this size (0 = none) */
+	/*
+	 * A PID namespace of its own, whose init (effect/nsinit.h) stays in
+	 * our cgroup: the command sees no other effect's processes.
+	 */
+	bool pid_ns;
+	bool cgroup_ns;			/* rooted at its cgroup: it cannot name or join another */
+	struct bm_mounts mnt;		/* a mount namespace of its own, if any is asked for */
+	/* with pid_ns: stdout and stderr through the init, at most this much to stdio[1] (0: direct) */
+	uint64_t log_max;
 };
+
+/* Wait for the child started by bm_effect_spawn_ex(): its wait status, or -errno. */
+int bm_child_wait(struct bm_child *c, int *wait_status);
 
 /*
  * clone3(CLONE_INTO_CGROUP | CLONE_PIDFD) into cgroup_fd; the child writes
  * "0" into each of join_fds[0..n_join) (cgroup.procs of v1 twins; -1
- * skipped), then execs argv with an empty signal mask. Returns 0 once the
- * exec succeeded; a positive errno if the exec failed (the child has been
- * reaped); -errno if the clone or a join failed.
+ * skipped), then execs argv with an empty signal mask. With x->pid_ns, an
+ * init is cloned first into new PID and mount namespaces, and clones the
+ * command into the cgroup. Returns 0 once the exec succeeded; a positive
+ * errno if the exec failed (the child has been reaped); -errno if the clone
+ * or a join failed.
  */
 int bm_effect_spawn(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
 		    struct bm_child *child);
@@ -75,7 +97,10 @@ struct bm_shim_report {
 void bm_effect_shim_main(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
 			 const struct bm_exec *x, const char *status_path, int report_fd)
 	__attribute__((noreturn));
+/* The shim's own pid and start time, beside its status file, written before the command runs. */
+#define BM_SHIM_PID_SUFFIX ".pid"
+int bm_effect_shim_pid(const char *status_path, pid_t *pid, uint64_t *start);
 /* Read a shim's status file: 0 and *wait_status, or -errno. */
 int bm_effect_shim_status(const char *status_path, int *wait_status);
 
-#endif /* BM_EFFECT_H */
+#endif /* BM_EXEC_H */

@@ -37,5 +37,11 @@ struct bm_sandbox {
 const char *bm_netpol_name(enum bm_netpol p);
 /* The policy named s (one of those names): 0, or -EINVAL. */
 int bm_netpol_parse(const char *s, enum bm_netpol *out);
+/*
+ * Does c allow anything p does not (a limit lifted or raised, a looser
+ * network policy or a CIDR outside p's, a hardening flag of p's off)? The
+ * request field that does, or NULL if c is no looser than p.
+ */
+const char *bm_sandbox_looser(const struct bm_sandbox *c, const struct bm_sandbox *p);
 
 #endif /* BM_SANDBOX_H */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/common.h"
+#include "effect/name.h"
 #include "effect/sup.h"
 
 /* A freed task is reported an RCU grace period after its exit; this is plenty. */
@@ -113,8 +114,7 @@ static void init_outcome(struct bm_sup *s)
 	out->started_wall_ns = bm_wall_ns();
 }
 
-/* What starting and adopting share: the options, the policy with its ceilings, the name. */
-static void prepare(struct bm_sup *s, struct bm_loader *l, const struct bm_sup_opts *o)
+void bm_sup__prepare(struct bm_sup *s, struct bm_loader *l, const struct bm_sup_opts *o)
 {
 	int p;
 
@@ -126,7 +126,8 @@ static void prepare(struct bm_sup *s, struct bm_loader *l, const struct bm_sup_o
 		s->acting |= s->o.policy.dim[p].soft > 0 || s->o.policy.dim[p].hard > 0;
 	bm_ladder_init(&s->lad);
 	init_outcome(s);
-	snprintf(s->name, sizeof(s->name), "burstmeter.%s.%s", o->tenant, o->id);
+	/* ids and tenants were checked as names: this fits */
+	(void)bm_effect_name(o->tenant, o->id, s->name, sizeof(s->name));
 }
 
 int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_env *env,
@@ -137,7 +138,7 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 	bool cpu_throttle;
 	int err, p;
 
-	prepare(s, l, o);
+	bm_sup__prepare(s, l, o);
 	s->failed_step = "create the cgroup";
 	s->cg = bm_cgroup__create(parent_dir, s->name);
 	if (!s->cg)
@@ -196,12 +197,14 @@ int bm_sup__adopt(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 	struct bm_meter m;
 	int err;
 
-	prepare(s, l, o);
+	bm_sup__prepare(s, l, o);
 	s->failed_step = "open the cgroup";
 	s->cg = bm_cgroup__open(cgroup_path);
 	if (!s->cg)
 		return -errno;
 	s->out.cgroup = s->cg->path;
+	/* its twins bear its own name, which an older burstmeter may have spelled otherwise */
+	snprintf(s->name, sizeof(s->name), "%s", strrchr(s->cg->path, '/') + 1);
 	bm_ceilings_adopt(env, s->cg, s->name, &s->ceil);
 	s->failed_step = "find its meter";
 	err = bm_loader__read(l, s->cg, &m);

@@ -76,6 +76,12 @@ struct bm_sup {
 void bm_sup__init(struct bm_sup *s);
 
 /*
+ * What starting and adopting share: the options, the policy with its
+ * ceilings, the name and the outcome's header. Alone, for an effect that
+ * ends before it starts (cancelled while queued).
+ */
+void bm_sup__prepare(struct bm_sup *s, struct bm_loader *l, const struct bm_sup_opts *o);
+/*
  * Create the effect's cgroup under parent_dir, put the ceilings on it and
  * register it with the meter. Returns 0 or -errno (s->failed_step names
  * the step); on error bm_sup__release() removes what was made.

@@ -121,14 +121,17 @@ struct find {
 	int n;
 };
 
-/* burstmeter.<tenant>.<id>: the id ends the name, after a dot that ends the tenant (maybe empty) */
+/*
+ * burstmeter.<tenant>@<id>: the id ends the name, after its '@' (an older
+ * burstmeter's "<tenant>.<id>": after a dot, with a tenant that may be empty)
+ */
 static int on_dir(const char *path, const char *name, void *ctx)
 {
 	struct find *f = ctx;
 	size_t nl = strlen(name), il = strlen(f->id), used = strlen(f->names);
 
 	if (nl <= strlen(BM_VIEW_PREFIX) + il || strcmp(name + nl - il, f->id) ||
-	    name[nl - il - 1] != '.')
+	    (name[nl - il - 1] != '@' && name[nl - il - 1] != '.'))
 		return 0;
 	if (!f->n++)
 		snprintf(f->path, f->len, "%s", path);

@@ -18,6 +18,7 @@
 #include "agent/config.h"
 #include "base/common.h"
 #include "base/parse.h"
+#include "effect/name.h"
 #include "meter/window.h"
 #include "views/histfmt.h"
 #include "views/top.h"
@@ -27,8 +28,8 @@
 
 struct eff {
 	char path[PATH_MAX];
-	char tenant[NAME_MAX + 1];
-	const char *id;			/* in tenant[], after the first dot */
+	char tenant[BM_NAME_MAX + 1], id_buf[BM_NAME_MAX + 1];
+	const char *id;			/* id_buf */
 	struct bm_cgroup *cg;
 	struct bm_loader *l;		/* NULL: could not be metered */
 	bool priv, seen;
@@ -73,10 +74,12 @@ static int eff_new(struct top *t, const char *path, const char *name)
 	if (!e)
 		return -ENOMEM;
 	snprintf(e->path, sizeof(e->path), "%s", path);
-	/* tenants may hold dots too: the first one after the prefix is taken as the split */
-	snprintf(e->tenant, sizeof(e->tenant), "%s", name + strlen(BM_VIEW_PREFIX));
-	e->id = strchr(e->tenant, '.') + 1;
-	e->tenant[e->id - e->tenant - 1] = '\0';
+	/* an older burstmeter's "<tenant>.<id>" is split at its first dot */
+	if (bm_effect_name_split(name, e->tenant, e->id_buf) < 0) {
+		free(e);
+		return 0;
+	}
+	e->id = e->id_buf;
 	e->cg = bm_cgroup__open(path);
 	if (!e->cg) {
 		free(e);

@@ -72,18 +72,18 @@ void bm_view_meter_close(struct bm_view_meter *vm)
 }
 
 /*
- * burstmeter.<tenant>.<id> with an id after the dot; the tenant may come out
- * empty (an effect the agent attached shows so), and a directory merely
- * named burstmeter.x is not ours.
+ * burstmeter.<tenant>@<id> (an older burstmeter's burstmeter.<tenant>.<id>)
+ * with an id after the separator; a directory merely named burstmeter.x is
+ * not ours.
  */
 static bool effect_name(const char *name)
 {
-	const char *dot;
+	const char *sep;
 
 	if (strncmp(name, PREFIX, PREFIX_LEN))
 		return false;
-	dot = strchr(name + PREFIX_LEN, '.');
-	return dot && dot[1];
+	sep = strpbrk(name + PREFIX_LEN, "@.");
+	return sep && sep[1];
 }
 
 static int scan_dir(char *path, size_t len, int depth, bm_view_fn fn, void *ctx)

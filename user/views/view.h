@@ -14,11 +14,12 @@
 #include <stdint.h>
 
 #include "base/cgroup.h"
+#include "effect/name.h"
 #include "bm_abi.h"
 #include "meter/loader.h"
 
-/* Effect cgroups are named BM_VIEW_PREFIX<tenant>.<id> (user/effect/sup.c makes them). */
-#define BM_VIEW_PREFIX "burstmeter."
+/* Effect cgroups are named BM_VIEW_PREFIX<tenant>@<id> (user/effect/name.h). */
+#define BM_VIEW_PREFIX BM_EFFECT_PREFIX
 /* How deep under the v2 mount effect cgroups are looked for (pods nest a few levels). */
 #define BM_VIEW_DEPTH 16
 /*
