@@ -289,4 +289,54 @@ static json_t *wait_final(const char *id, int timeout_ms)
 	return wait_final_as(NULL, id, timeout_ms);
 }
 
+/* A uid no test file belongs to: a second tenant, and a non-root caller. */
+#define NOBODY 65534
+
+/*
+ * The call made by another uid: a forked child that setuid()s first and
+ * writes back the status, and (out not NULL) the answer's JSON text.
+ */
+static int call_as_json(uid_t uid, const char *method, const char *path, json_t *body,
+			json_t **out)
+{
+	static char text[1 << 16];
+	int p[2], st = -1;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	if (!pid) {
+		json_t *o = NULL;
+		char *t;
+
+		close(p[0]);
+		if (setgid(uid) || setuid(uid))
+			_exit(1);
+		st = bm_client_call(ag.sock, method, path, body, &o, 10000);
+		t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		if (write(p[1], &st, sizeof(st)) != sizeof(st) ||
+		    (t && write(p[1], t, strlen(t)) != (ssize_t)strlen(t)))
+			_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	json_decref(body);
+	if (read(p[0], &st, sizeof(st)) != sizeof(st))
+		st = -1;
+	while ((n = read(p[0], text + got, sizeof(text) - 1 - (size_t)got)) > 0)
+		got += n;
+	text[got] = '\0';
+	close(p[0]);
+	waitpid(pid, NULL, 0);
+	if (out)
+		*out = got ? json_loads(text, 0, NULL) : NULL;
+	return st;
+}
+
+static int call_as(uid_t uid, const char *method, const char *path, json_t *body)
+{
+	return call_as_json(uid, method, path, body, NULL);
+}
+
 #endif /* BM_AGENT_FX_H */

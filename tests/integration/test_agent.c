@@ -13,7 +13,6 @@
 #include "agent_fx.h"
 #include "base/common.h"
 
-#define NOBODY 65534
 
 /* Start the agent with the queue's limits and wait for its socket to answer. */
 static void agent_start(const char *max_running, const char *max_queued)
@@ -26,32 +25,6 @@ static void agent_start(const char *max_running, const char *max_queued)
 			"admit_cpu_pressure: 100\nadmit_mem_available: 0\nsocket_mode: \"0666\"\n"
 			"tenants:\n  - { uid: 0, tenant: %s }\n  - { uid: %d, tenant: %s-other }\n",
 			max_running, max_queued, token, NOBODY, token);
-}
-
-/* The same call made by another uid: a forked child that setuid()s first and writes back the status. */
-static int call_as(uid_t uid, const char *method, const char *path, json_t *body)
-{
-	int p[2], st = -1;
-	pid_t pid;
-
-	assert_int_equal(pipe(p), 0);
-	pid = fork();
-	if (!pid) {
-		json_t *out = NULL;
-
-		close(p[0]);
-		if (setgid(uid) || setuid(uid))
-			_exit(1);
-		st = bm_client_call(ag.sock, method, path, body, &out, 10000);
-		_exit(write(p[1], &st, sizeof(st)) == sizeof(st) ? 0 : 1);
-	}
-	close(p[1]);
-	json_decref(body);
-	if (read(p[0], &st, sizeof(st)) != sizeof(st))
-		st = -1;
-	close(p[0]);
-	waitpid(pid, NULL, 0);
-	return st;
 }
 
 /* The agent's own directory: socket, state, log (the fixture's is for outcomes). */

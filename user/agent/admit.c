@@ -72,7 +72,6 @@ static void exec_opts(const struct bm_agent *a, const struct ag_effect *e, struc
 		      int log_fd, int null_fd)
 {
 	const struct bm_sandbox *sb = &e->req.sandbox;
-	const char *slash = strrchr(a->cfg.socket, '/');
 
 	memset(x, 0, sizeof(*x));
 	/* an effect inherits nothing of the agent's environment */
@@ -93,9 +92,8 @@ static void exec_opts(const struct bm_agent *a, const struct ag_effect *e, struc
 		x->mnt.tmp_bytes = sb->max_ephemeral_storage ? sb->max_ephemeral_storage : TMP_DEFAULT_BYTES;
 	/* its pages are charged to its memory cgroup: no bigger than its ceiling */
 	x->mnt.shm_bytes = sb->memory_limit ? sb->memory_limit : SHM_DEFAULT_BYTES;
-	if (slash && slash != a->cfg.socket)
-		snprintf(x->mnt.hide, sizeof(x->mnt.hide), "%.*s", (int)(slash - a->cfg.socket),
-			 a->cfg.socket);
+	/* a socket path fits sun_path (108 bytes) */
+	snprintf(x->mnt.hide, sizeof(x->mnt.hide), "%.200s", a->cfg.socket);
 	x->log_max = a->cfg.max_log_bytes;
 }
 
@@ -110,7 +108,11 @@ static void start_failed(struct bm_agent *a, struct ag_effect *e, int exec_errno
 		e->sup.out.reason = BM_REASON_METER_ERROR;
 		e->sup.out.by = "burstmeter";
 		e->sup.out.exit_code = -1;
+		snprintf(e->sup.out.advice, sizeof(e->sup.out.advice), "it never ran: failed to %.96s: %.96s",
+			 what, strerror(-err));
 	}
+	/* what is said here stands: the meter's finish must not judge a command that never ran */
+	e->sup.not_run = true;
 	e->sup.end_ns = e->sup.start_ns = bm_now_ns();
 	e->sup.phase = BM_SUP_DONE;
 	ag_finish_effect(a, e);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -26,6 +27,7 @@
 #include "agent/export.h"
 #include "agent/finish.h"
 #include "agent/index.h"
+#include "agent/retain.h"
 #include "agent/sample.h"
 #include "agent/shim.h"
 #include "agent/spawner.h"
@@ -139,6 +141,9 @@ static void arm_timers(struct bm_agent *a)
 	bm_timerfd_at(a->timers_fd, at);
 }
 
+/* Ended effects past their retention are deleted once a minute (and at the start). */
+#define RETAIN_TICKS (60 * BM_NSEC_PER_SEC / AG_TICK_NS)
+
 /* What an end made room for starts now, outside whatever ended it. */
 static void dispatch_done(struct bm_agent *a)
 {
@@ -167,6 +172,10 @@ static void dispatch(struct bm_agent *a, struct ag_tag *t)
 			ag_tick(a);
 			/* the node's room may have come back: the queue is looked at again */
 			a->resched |= a->queue.n > 0;
+			if (a->n_remains)
+				ag_tend_remains(a);
+			if (++a->ticks % RETAIN_TICKS == 0)
+				ag_retain(a);
 		}
 		break;
 	case AG_TIMERS:
@@ -210,6 +219,37 @@ static int make_dirs(const char *state)
 		if (mkdir(path, 0700) < 0 && errno != EEXIST)
 			return -errno;
 	}
+	return 0;
+}
+
+/*
+ * One agent owns a state dir: a second one would adopt the same effects.
+ * The lock (flock) goes with the process, whatever kills it.
+ */
+static int lock_state(struct bm_agent *a)
+{
+	char path[PATH_MAX + 8], pid[32] = "";
+	ssize_t n;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/lock", a->cfg.state_dir);
+	a->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (a->lock_fd < 0)
+		return bm_err_errno(-errno, "failed to open %s", path);
+	if (flock(a->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		err = -errno;
+		if (err != -EWOULDBLOCK)
+			return bm_err_errno(err, "failed to lock %s", path);
+		n = pread(a->lock_fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		bm_err("another agent (pid %s) owns %s: stop it first, or give this one "
+		       "--state-dir and --socket of its own", pid[0] ? pid : "?", a->cfg.state_dir);
+		return -EBUSY;
+	}
+	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(a->lock_fd, 0) < 0 || pwrite(a->lock_fd, pid, strlen(pid), 0) < 0)
+		bm_warn("failed to write our pid into %s: %s", path, strerror(errno));
 	return 0;
 }
 
@@ -264,6 +304,9 @@ static int setup(struct bm_agent *a)
 	ret = make_dirs(a->cfg.state_dir);
 	if (ret)
 		return bm_err_errno(ret, "failed to create %s", a->cfg.state_dir);
+	ret = lock_state(a);
+	if (ret)
+		return ret;
 	a->store = bm_store__open(a->cfg.state_dir, err, sizeof(err));
 	if (!a->store)
 		return bm_err("failed to open the state store: %s", err), -EINVAL;
@@ -314,7 +357,7 @@ struct bm_agent *bm_agent_new(const struct bm_agent_cfg *cfg)
 		return NULL;
 	}
 	a->cfg = *cfg;
-	a->epfd = a->sigfd = a->tick_fd = a->timers_fd = -1;
+	a->epfd = a->sigfd = a->tick_fd = a->timers_fd = a->lock_fd = -1;
 	if (setup(a)) {
 		bm_agent_free(a);
 		return NULL;
@@ -328,6 +371,7 @@ int bm_agent_loop(struct bm_agent *a)
 	int n, i, err = 0;
 
 	ag_adopt(a);
+	ag_retain(a);
 	ag_schedule(a);
 	bm_info("agent ready: API on %s, /metrics on %s, state in %s%s", a->cfg.socket,
 		a->cfg.metrics[0] ? a->cfg.metrics : "(off)", a->cfg.state_dir,
@@ -381,6 +425,7 @@ void bm_agent_free(struct bm_agent *a)
 	}
 	ag_index_free(a);
 	ag_backoff_free(a);
+	ag_free_remains(a);
 	if (idle && a->loader)
 		(void)bm_loader__unpin(a->loader);
 	bm_loader__free(a->loader);
@@ -397,6 +442,9 @@ void bm_agent_free(struct bm_agent *a)
 		close(a->tick_fd);
 	if (a->timers_fd >= 0)
 		close(a->timers_fd);
+	/* last: the next agent may have the state dir once everything of ours is closed */
+	if (a->lock_fd >= 0)
+		close(a->lock_fd);
 	free(a->eff);
 	free(a);
 }

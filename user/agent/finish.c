@@ -85,7 +85,8 @@ static enum bm_state final_state(const struct bm_outcome *o)
 	}
 }
 
-void ag_free_effect(struct bm_agent *a, struct ag_effect *e)
+/* Out of the registry, every index and its readers' sight. */
+static void detach(struct bm_agent *a, struct ag_effect *e)
 {
 	unsigned int i;
 
@@ -99,9 +100,95 @@ void ag_free_effect(struct bm_agent *a, struct ag_effect *e)
 	if (e->readers && a->hooks.gone)
 		a->hooks.gone(a->hooks.ctx, e);
 	e->readers = NULL;
+}
+
+static void release(struct ag_effect *e)
+{
 	bm_request_free(&e->req);
 	bm_series_free(&e->series);
+	free(e->unstored);
 	free(e);
+}
+
+void ag_free_effect(struct bm_agent *a, struct ag_effect *e)
+{
+	detach(a, e);
+	release(e);
+}
+
+/* Ended with something left to do: kept in a->remains (no memory: left to the next agent's sweep). */
+static void remain(struct bm_agent *a, struct ag_effect *e)
+{
+	struct ag_effect **p = realloc(a->remains, (a->n_remains + 1) * sizeof(*p));
+
+	detach(a, e);
+	if (!p) {
+		bm_warn("no memory to keep %s/%s: its cgroup is left to the next agent", e->tenant,
+			e->req.id);
+		release(e);
+		return;
+	}
+	a->remains = p;
+	e->remains_since_ns = bm_now_ns();
+	p[a->n_remains++] = e;
+}
+
+/* One more try at what is left of e: true once all is done. */
+static bool tend(struct bm_agent *a, struct ag_effect *e)
+{
+	int err;
+
+	if (e->unstored) {
+		err = bm_store__finish(a->store, e->tenant, e->req.id, e->unstored, e->unstored_state,
+				       e->unstored_ms);
+		if (err && err != -EINVAL)
+			return false;
+		bm_info("stored the outcome of %s/%s after %.1f s", e->tenant, e->req.id,
+			(double)(bm_now_ns() - e->remains_since_ns) / 1e9);
+		free(e->unstored);
+		e->unstored = NULL;
+	}
+	if (e->sup.cg) {
+		if (bm_sup__release_try(&e->sup) == -EBUSY)
+			return false;
+		bm_info("removed the cgroup of %s/%s after %.1f s", e->tenant, e->req.id,
+			(double)(bm_now_ns() - e->remains_since_ns) / 1e9);
+	}
+	return true;
+}
+
+void ag_tend_remains(struct bm_agent *a)
+{
+	unsigned int i;
+
+	for (i = a->n_remains; i-- > 0;) {
+		if (!tend(a, a->remains[i]))
+			continue;
+		release(a->remains[i]);
+		a->remains[i] = a->remains[--a->n_remains];
+	}
+}
+
+const struct ag_effect *ag_remains_find(const struct bm_agent *a, const char *tenant,
+					const char *id)
+{
+	unsigned int i;
+
+	for (i = 0; i < a->n_remains; i++)
+		if (!strcmp(a->remains[i]->tenant, tenant) && !strcmp(a->remains[i]->req.id, id))
+			return a->remains[i];
+	return NULL;
+}
+
+void ag_free_remains(struct bm_agent *a)
+{
+	unsigned int i;
+
+	for (i = 0; i < a->n_remains; i++)
+		release(a->remains[i]);
+	free(a->remains);
+	a->remains = NULL;
+	a->n_remains = 0;
 }
 
 /* Its entries out of the egress filter's allow-list (the effect has ended). */
@@ -173,8 +260,17 @@ void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
 	text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
 	st = final_state(o);
 	err = text ? bm_store__finish(a->store, e->tenant, e->req.id, text, st, wall_ms()) : -ENOMEM;
-	if (err)
+	if (err && text) {
+		/* a full disk: nothing is lost, it is stored once there is room (ag_tend_remains()) */
+		bm_err("failed to store the outcome of %s/%s: %s; kept, and stored again every tick",
+		       e->tenant, e->req.id, strerror(-err));
+		e->unstored = text;
+		e->unstored_state = st;
+		e->unstored_ms = wall_ms();
+		text = NULL;
+	} else if (err) {
 		bm_err("failed to store the outcome of %s/%s: %s", e->tenant, e->req.id, strerror(-err));
+	}
 	export_outcome(a, e);
 	ag_set_state(a, e, st);
 	if (j)
@@ -182,11 +278,14 @@ void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
 	json_decref(j);
 	free(text);
 	ag_unwatch(a, e->shim.pidfd);
-	err = bm_sup__release(&e->sup);
+	/* never waited for here: a task stuck in the kernel would hold the loop */
+	err = bm_sup__release_try(&e->sup);
 	if (err)
-		bm_err("failed to remove the cgroup of %s/%s: %s", e->tenant, e->req.id, strerror(-err));
+		bm_warn("the cgroup of %s/%s is still held (a task stuck in the kernel?): it is "
+			"removed once it lets go", e->tenant, e->req.id);
 	if (e->shim.pidfd >= 0)
 		close(e->shim.pidfd);
+	e->shim.pidfd = -1;
 	if (e->status_path[0]) {
 		char pid_file[PATH_MAX + 8];
 
@@ -196,7 +295,11 @@ void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
 	}
 	if (e->started)
 		a->running--;
-	ag_free_effect(a, e);
+	e->started = false;
+	if (err || e->unstored)
+		remain(a, e);
+	else
+		ag_free_effect(a, e);
 	/* what freed room may start once this event is handled (agent.c) */
 	a->resched = true;
 }

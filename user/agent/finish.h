@@ -17,5 +17,12 @@ void ag_track_ladder(struct bm_agent *a, struct ag_effect *e);
 void ag_finish_effect(struct bm_agent *a, struct ag_effect *e);
 /* Out of the registry and every index, its readers told, freed; nothing else (teardown). */
 void ag_free_effect(struct bm_agent *a, struct ag_effect *e);
+/* Every tick: store the outcomes and remove the cgroups of ended effects that could not yet. */
+void ag_tend_remains(struct bm_agent *a);
+/* An ended effect still kept (its outcome unstored, or its cgroup held), or NULL. */
+const struct ag_effect *ag_remains_find(const struct bm_agent *a, const char *tenant,
+					const char *id);
+/* What is left is left to the next agent (its sweep removes the cgroups of ended effects). */
+void ag_free_remains(struct bm_agent *a);
 
 #endif /* BM_AGENT_FINISH_H */

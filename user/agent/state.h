@@ -49,6 +49,15 @@ struct ag_effect {
 	/* asked of the spawner, not answered yet (the answer is tagged with seq) */
 	bool launching, cancel_pending;
 	bool adopt_cancel;		/* re-adopted with a cancel stored: honoured once adopted */
+	/*
+	 * Ended, but not all of it done (a->remains): its outcome, when the store
+	 * refused it (a full disk), and its cgroup, while a task of it is stuck
+	 * in the kernel. Each tick tries again.
+	 */
+	char *unstored;
+	enum bm_state unstored_state;
+	int64_t unstored_ms;
+	uint64_t remains_since_ns;
 	struct bm_agent *agent;
 	/* its place + 1 in a->queue, a->heap and a->awake (0: not there) */
 	unsigned int queue_i, heap_i, awake_i;
@@ -136,7 +145,8 @@ struct bm_agent {
 	struct bm_egress *egress;	/* network_policy egress_*; NULL: such effects do not start */
 	struct bm_cgroup_env env;
 	char parent[PATH_MAX];
-	int epfd, sigfd, tick_fd;
+	int epfd, sigfd, tick_fd, lock_fd;
+	uint64_t ticks;
 	/*
 	 * One timerfd for every effect's ladder and deadline (their timer_at
 	 * and deadline_at): an effect holds no timer fd of its own. Armed at
@@ -164,6 +174,8 @@ struct bm_agent {
 	unsigned int n_tenants;
 	struct ag_backoff *backoffs;	/* grown as needed; expired ones are reused */
 	unsigned int n_backoffs;
+	struct ag_effect **remains;	/* ended, out of the registry, something left to do */
+	unsigned int n_remains;
 	uint64_t meter_reads;		/* by ag_sample(), for /metrics */
 	struct ag_hooks hooks;
 	uint64_t seq;

@@ -19,6 +19,7 @@ struct ag_stream {
 	struct MHD_Connection *conn;
 	char *buf;
 	size_t len, cap, off;
+	uint64_t full_since_ns;		/* when a line first found it full, 0: it is not */
 	bool suspended, ended;
 };
 
@@ -40,12 +41,19 @@ struct ag_conn {
 	struct ag_conn *next;
 };
 
+struct ag_uid_conns {
+	uid_t uid;
+	unsigned int n;
+};
+
 struct bm_api {
 	struct bm_agent *a;
 	struct MHD_Daemon *api, *metrics;
 	int listen_fd, metrics_fd;
 	struct ag_conn *waiters;	/* POSTs whose answer waits for their effect's launch */
-	struct ag_tag t_api, t_metrics;
+	struct ag_uid_conns *uids;	/* API connections per uid, for max_conns_per_uid */
+	unsigned int n_uids;
+	struct ag_tag t_api, t_metrics, t_listen;
 };
 
 /* --- reply.c */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/finish.h"
 #include "api/api.h"
 #include "base/common.h"
 
@@ -70,11 +71,20 @@ json_t *ag_row_json(struct bm_agent *a, const struct bm_effect_row *row, bool fu
 json_t *ag_effect_json(struct bm_agent *a, const char *tenant, const char *id)
 {
 	struct bm_effect_row row = { 0 };
+	const struct ag_effect *left;
+	bool final;
 	json_t *j;
 
 	if (bm_store__get(a->store, tenant, id, &row))
 		return NULL;
 	j = ag_row_json(a, &row, true);
+	final = bm_state_final(row.state);
 	bm_effect_row_clear(&row);
+	/* ended, but the store refused its end (a full disk): what it knows not yet, the agent does */
+	left = j && !final ? ag_remains_find(a, tenant, id) : NULL;
+	if (left && left->unstored) {
+		json_object_set_new(j, "state", json_string(bm_state_name(left->unstored_state)));
+		json_object_set_new(j, "outcome", json_loads(left->unstored, 0, NULL));
+	}
 	return j;
 }

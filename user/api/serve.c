@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <microhttpd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,15 +115,23 @@ static int listen_unix(const char *path, mode_t mode)
 		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 			return -errno;
 	}
-	if (!lstat(path, &st)) {
-		if (!S_ISSOCK(st.st_mode))
-			return -EEXIST;
-		unlink(path);
-	}
 	strcpy(sun.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
+	if (!lstat(path, &st)) {
+		/* a socket someone answers on is another agent's: never taken from it */
+		if (!S_ISSOCK(st.st_mode) || !connect(fd, (struct sockaddr *)&sun, sizeof(sun)) ||
+		    errno == EAGAIN) {
+			close(fd);
+			return S_ISSOCK(st.st_mode) ? -EADDRINUSE : -EEXIST;
+		}
+		(void)unlink(path);
+		close(fd);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0)
+			return -errno;
+	}
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || chmod(path, mode) < 0 || listen(fd, 128) < 0) {
 		err = -errno;
 		close(fd);
@@ -158,14 +167,132 @@ static int listen_tcp(const char *hostport)
 	return fd;
 }
 
+/* Connections of the API socket per uid (socket_context: the uid + 1), for the per-uid cap. */
+static unsigned int *uid_slot(struct bm_api *api, uid_t uid, bool add)
+{
+	struct ag_uid_conns *p;
+	unsigned int i;
+
+	for (i = 0; i < api->n_uids; i++)
+		if (api->uids[i].uid == uid)
+			return &api->uids[i].n;
+	if (!add)
+		return NULL;
+	p = realloc(api->uids, (api->n_uids + 1) * sizeof(*p));
+	if (!p)
+		return NULL;
+	api->uids = p;
+	p[api->n_uids] = (struct ag_uid_conns){ uid, 0 };
+	return &p[api->n_uids++].n;
+}
+
+static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+			enum MHD_ConnectionNotificationCode toe)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct bm_api *api = cls;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	unsigned int *n;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+			return;
+		n = uid_slot(api, cred.uid, true);
+		if (n) {
+			(*n)++;
+			*socket_context = (void *)((uintptr_t)cred.uid + 1);
+		}
+	} else if (*socket_context) {
+		n = uid_slot(api, (uid_t)((uintptr_t)*socket_context - 1), false);
+		if (n && *n)
+			(*n)--;
+		*socket_context = NULL;
+	}
+}
+
+/* One over its uid's share: told so in a line of HTTP, and closed (best effort: it is not read). */
+static void refuse_busy(int fd, uid_t uid, unsigned int cap)
+{
+	char body[160], msg[400];
+	int n;
+
+	snprintf(body, sizeof(body), "{\"error\":\"uid %u holds %u connections to the agent, "
+		 "the most one uid may\"}", (unsigned int)uid, cap);
+	n = snprintf(msg, sizeof(msg), "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json"
+		     "\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
+		     strlen(body), body);
+	(void)!write(fd, msg, (size_t)n);
+	close(fd);
+}
+
+/*
+ * The API socket is ours to accept on: the caller's uid is known before MHD
+ * sees it, so one local user holding idle connections cannot lock every
+ * tenant out (the daemon's own limit is for everyone together).
+ */
+static void accept_api(void *ctx)
+{
+	struct bm_api *api = ctx;
+	struct sockaddr_un sun;
+	struct ucred cred;
+	socklen_t len, clen;
+	unsigned int *n;
+	int fd;
+
+	for (;;) {
+		len = sizeof(sun);
+		fd = accept4(api->listen_fd, (struct sockaddr *)&sun, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		clen = sizeof(cred);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
+			close(fd);
+			continue;
+		}
+		n = uid_slot(api, cred.uid, false);
+		if (n && *n >= api->a->cfg.max_conns_per_uid) {
+			refuse_busy(fd, cred.uid, api->a->cfg.max_conns_per_uid);
+			continue;
+		}
+		/* MHD closes it on failure */
+		(void)MHD_add_connection(api->api, fd, (struct sockaddr *)&sun, len);
+	}
+}
+
+/*
+ * MHD's messages, ours to print. Connections we hand it (accept_api()) it
+ * takes for TCP: its tries of TCP_NODELAY and TCP_CORK on a Unix socket
+ * fail, and say so on every request. Those are dropped; the rest are ours.
+ */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (strstr(msg, "TCP_NODELAY") || strstr(msg, "TCP_CORK") ||
+	    strstr(msg, "push the data from buffers"))
+		return;
+	bm_warn("libmicrohttpd: %s", msg);
+}
+
 static struct MHD_Daemon *start_daemon(int fd, MHD_AccessHandlerCallback handler, struct bm_api *api,
 				       bool is_api)
 {
-	return MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-				handler, api, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT,
-				(unsigned int)(is_api ? 0 : 30), MHD_OPTION_CONNECTION_LIMIT, (unsigned int)512,
-				MHD_OPTION_NOTIFY_COMPLETED, is_api ? ag_api_completed : NULL, api,
-				MHD_OPTION_END);
+	unsigned int timeout = is_api ? api->a->cfg.idle_timeout_s : 30;
+
+	if (is_api)
+		return MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME |
+					MHD_USE_ERROR_LOG, 0, NULL, NULL, handler, api,
+					MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT,
+					(unsigned int)512, MHD_OPTION_NOTIFY_COMPLETED, ag_api_completed, api,
+					MHD_OPTION_NOTIFY_CONNECTION, conn_notify, api,
+					MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+	return MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, handler, api,
+				MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)512,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
 }
 
 static void run_daemons(void *ctx)
@@ -201,10 +328,14 @@ static int watch_daemon(struct bm_api *api, struct MHD_Daemon *d, struct ag_tag 
 static int api_start(struct bm_api *api, const struct bm_agent_cfg *cfg)
 {
 	api->listen_fd = listen_unix(cfg->socket, cfg->socket_mode);
+	if (api->listen_fd == -EADDRINUSE)
+		return bm_err("another agent answers on %s: stop it first, or give this one "
+			      "--socket and --state-dir of its own", cfg->socket), -EADDRINUSE;
 	if (api->listen_fd < 0)
 		return bm_err_errno(api->listen_fd, "failed to listen on %s", cfg->socket);
 	api->api = start_daemon(api->listen_fd, ag_api_handler, api, true);
-	if (!api->api || watch_daemon(api, api->api, &api->t_api))
+	if (!api->api || watch_daemon(api, api->api, &api->t_api) ||
+	    ag_watch_fd(api->a, api->listen_fd, &api->t_listen, accept_api, api))
 		return bm_err("failed to start the API on %s", cfg->socket), -EIO;
 	if (!cfg->metrics[0])
 		return 0;
@@ -235,8 +366,10 @@ static void api_stop(struct bm_api *api, const struct bm_agent_cfg *cfg)
 	api->api = api->metrics = NULL;
 	if (api->listen_fd >= 0) {
 		close(api->listen_fd);
-		unlink(cfg->socket);
+		(void)unlink(cfg->socket);
 	}
+	free(api->uids);
+	api->uids = NULL;
 	if (api->metrics_fd >= 0)
 		close(api->metrics_fd);
 	api->listen_fd = api->metrics_fd = -1;

@@ -32,6 +32,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	st->off += n;
 	if (st->off == st->len)
 		st->off = st->len = 0;
+	st->full_since_ns = 0;
 	return (ssize_t)n;
 }
 
@@ -41,6 +42,17 @@ static void stream_wake(struct ag_stream *st)
 		st->suspended = false;
 		MHD_resume_connection(st->conn);
 	}
+}
+
+/*
+ * What a reader may leave unread: a second of windows for a dozen effects
+ * and more. A reader whose buffer stays full for the idle timeout is cut.
+ */
+#define STREAM_MAX (1U << 20)
+
+static uint64_t api_idle_ns(const struct ag_effect *e)
+{
+	return (uint64_t)e->agent->cfg.idle_timeout_s * BM_NSEC_PER_SEC;
 }
 
 /* A line (an NDJSON record) for every reader of e. */
@@ -54,9 +66,19 @@ static void push(struct ag_effect *e, json_t *line)
 		return;
 	n = strlen(text);
 	for (st = e->readers; st; st = st->next) {
-		/* a reader that stopped reading loses lines rather than the agent its memory */
-		if (st->ended || st->len + n + 1 > (4U << 20))
+		/* a reader that stopped reading loses lines rather than the agent its memory, then its stream */
+		if (st->ended)
 			continue;
+		if (st->len + n + 1 > STREAM_MAX) {
+			if (!st->full_since_ns)
+				st->full_since_ns = bm_now_ns();
+			else if (bm_now_ns() - st->full_since_ns > api_idle_ns(e)) {
+				st->ended = true;
+				st->len = st->off = 0;
+				stream_wake(st);
+			}
+			continue;
+		}
 		if (st->len + n + 1 > st->cap) {
 			size_t cap = (st->len + n + 1) * 2;
 			char *p = realloc(st->buf, cap);
@@ -140,6 +162,8 @@ enum MHD_Result ag_api_events(struct bm_api *api, struct MHD_Connection *c, stru
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", "application/x-ndjson");
+	/* a stream is quiet while its effect is: not idle (a full buffer that stays full is) */
+	(void)MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0);
 	if (e) {
 		st->next = e->readers;
 		e->readers = st;

@@ -329,20 +329,23 @@ int bm_cgroup__read_key(struct bm_cgroup *cg, const char *file, const char *key,
 	return -ENOENT;
 }
 
+int bm_cgroup__remove_try(struct bm_cgroup *cg)
+{
+	return !rmdir(cg->path) || errno == ENOENT ? 0 : -errno;
+}
+
 int bm_cgroup__remove(struct bm_cgroup *cg)
 {
 	struct timespec ts = { 0, 2 * 1000 * 1000 };
-	int i;
+	int i, err = -EBUSY;
 
 	/* a task that exited may hold the cgroup for a moment: retry for up to ~1 s */
-	for (i = 0; i < 500; i++) {
-		if (!rmdir(cg->path) || errno == ENOENT)
-			return 0;
-		if (errno != EBUSY)
-			return -errno;
-		nanosleep(&ts, NULL);
+	for (i = 0; i < 500 && err == -EBUSY; i++) {
+		err = bm_cgroup__remove_try(cg);
+		if (err == -EBUSY)
+			nanosleep(&ts, NULL);
 	}
-	return -EBUSY;
+	return err;
 }
 
 void bm_cgroup__free(struct bm_cgroup *cg)

@@ -60,8 +60,10 @@ int bm_cgroup__wait_empty(struct bm_cgroup *cg, int timeout_ms);
 int bm_cgroup__freeze(struct bm_cgroup *cg, bool frozen);
 /* Read "key value" (cpu.stat) or "some ... total=N" (pressure files, key "some"/"full"). */
 int bm_cgroup__read_key(struct bm_cgroup *cg, const char *file, const char *key, uint64_t *out);
-/* Remove the (empty) cgroup directory; retries while dying tasks still hold it. */
+/* Remove the (empty) cgroup directory; retries (~1 s) while dying tasks still hold it. */
 int bm_cgroup__remove(struct bm_cgroup *cg);
+/* One rmdir, never waiting: 0 (removed, or gone), -EBUSY (still held) or -errno. */
+int bm_cgroup__remove_try(struct bm_cgroup *cg);
 /* Close fds and free; does not remove the directory. NULL-safe. */
 void bm_cgroup__free(struct bm_cgroup *cg);
 

@@ -287,26 +287,40 @@ int bm_ceilings_mem_peak(const struct bm_ceilings *c, uint64_t *bytes)
 	return bm_parse_u64(strtok(buf, "\n") ? buf : "", 0, UINT64_MAX, bytes);
 }
 
-void bm_ceilings_release(struct bm_ceilings *c)
+int bm_ceilings_release_try(struct bm_ceilings *c)
 {
-	struct timespec ts = { 0, 2 * 1000 * 1000 };
-	int i, tries;
+	int i, busy = 0;
 
 	for (i = 0; i < BM_V1__MAX; i++) {
 		if (c->join_fd[i] >= 0)
 			close(c->join_fd[i]);
 		c->join_fd[i] = -1;
-		/* like the v2 cgroup, a v1 one stays busy for a moment after its last task */
-		for (tries = 0; c->v1_dir[i][0] && tries < 500; tries++) {
-			if (!rmdir(c->v1_dir[i]) || errno != EBUSY)
-				break;
-			nanosleep(&ts, NULL);
-		}
-		c->v1_dir[i][0] = '\0';
+		if (!c->v1_dir[i][0])
+			continue;
+		if (!rmdir(c->v1_dir[i]) || errno != EBUSY)
+			c->v1_dir[i][0] = '\0';
+		else
+			busy = 1;
 	}
+	if (busy)
+		return -EBUSY;
 	if (c->v1_cpu_dirfd >= 0)
 		close(c->v1_cpu_dirfd);
 	if (c->v1_mem_dirfd >= 0)
 		close(c->v1_mem_dirfd);
 	c->v1_cpu_dirfd = c->v1_mem_dirfd = -1;
+	return 0;
+}
+
+void bm_ceilings_release(struct bm_ceilings *c)
+{
+	struct timespec ts = { 0, 2 * 1000 * 1000 };
+	int i, tries;
+
+	/* like the v2 cgroup, a v1 one stays busy for a moment after its last task */
+	for (tries = 0; bm_ceilings_release_try(c) == -EBUSY && tries < 500; tries++)
+		nanosleep(&ts, NULL);
+	for (i = 0; i < BM_V1__MAX; i++)
+		c->v1_dir[i][0] = '\0';
+	(void)bm_ceilings_release_try(c);
 }

@@ -55,7 +55,9 @@ void bm_ceilings_events(const struct bm_ceilings *c, uint64_t *oom_kills, uint64
 /* The memory controller's peak of the effect (v2 memory.peak, v1 max_usage_in_bytes): 0 or -errno. */
 int bm_ceilings_mem_peak(const struct bm_ceilings *c, uint64_t *bytes);
 
-/* Remove the v1 cgroups (empty by then) and close fds. */
+/* Remove the v1 cgroups (empty by then; ~1 s of retries while they are busy) and close fds. */
 void bm_ceilings_release(struct bm_ceilings *c);
+/* The same, once, never waiting: 0, or -EBUSY while a twin is still busy (call again). */
+int bm_ceilings_release_try(struct bm_ceilings *c);
 
 #endif /* BM_CEILING_H */

@@ -92,8 +92,10 @@ int bm_ns_mount(const struct bm_mounts *m)
 	/* a dir the host lacks (a container without /dev/shm) is none to be private */
 	if (!err && m->shm_bytes && !access("/dev/shm", F_OK))
 		err = tmpfs("/dev/shm", m->shm_bytes, NS_TMPFS_FLAGS | MS_NOEXEC, "1777");
-	if (!err && m->hide[0] && !access(m->hide, F_OK))
-		err = tmpfs(m->hide, 4096, NS_TMPFS_FLAGS | MS_NOEXEC | MS_RDONLY, "0755");
+	/* /dev/null over it: a connect() finds no socket there, and nothing else of the dir goes */
+	if (!err && m->hide[0] && !access(m->hide, F_OK) &&
+	    mount("/dev/null", m->hide, NULL, MS_BIND, NULL) < 0)
+		err = -errno;
 	return err;
 }
 

@@ -19,7 +19,7 @@ struct bm_mounts {
 	bool proc;		/* a /proc of the PID namespace we are in */
 	uint64_t tmp_bytes;	/* a private /tmp tmpfs of this size (0: none) */
 	uint64_t shm_bytes;	/* a private /dev/shm tmpfs of this size (0: none) */
-	char hide[256];		/* covered by an empty read-only tmpfs ("": none) */
+	char hide[256];		/* a file (the agent's socket) covered by /dev/null ("": none) */
 };
 
 /* Does m ask for a mount namespace of its own? */

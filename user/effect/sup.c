@@ -39,7 +39,7 @@ void bm_sup__init(struct bm_sup *s)
 	int i;
 
 	memset(s, 0, sizeof(*s));
-	s->deadline_fd = s->timer_fd = s->child.pidfd = -1;
+	s->deadline_fd = s->timer_fd = s->child.pidfd = s->child.status_fd = -1;
 	s->deadline_at = s->timer_at = UINT64_MAX;
 	for (i = 0; i < BM_V1__MAX; i++)
 		s->ceil.join_fd[i] = -1;
@@ -488,6 +488,8 @@ static void classify(struct bm_sup *s)
 {
 	uint64_t ooms, refused;
 
+	if (s->not_run)
+		return;
 	bm_outcome_classify(&s->out, s->wait_status < 0 ? 0 : s->wait_status, s->cancelled, s->exec_errno);
 	if (s->exec_errno)
 		return;
@@ -534,6 +536,45 @@ void bm_sup__finish(struct bm_sup *s)
 	(void)bm_loader__stats(s->loader, s->out.stats);
 }
 
+/* Close what a released effect still holds (its cgroup is gone by then). */
+static void close_fds(struct bm_sup *s)
+{
+	s->metered = false;
+	if (s->child.pidfd >= 0)
+		close(s->child.pidfd);
+	if (s->child.status_fd >= 0)
+		close(s->child.status_fd);
+	if (s->deadline_fd >= 0)
+		close(s->deadline_fd);
+	if (s->timer_fd >= 0)
+		close(s->timer_fd);
+	s->child.pidfd = s->child.status_fd = s->deadline_fd = s->timer_fd = -1;
+	s->deadline_at = s->timer_at = UINT64_MAX;
+}
+
+int bm_sup__release_try(struct bm_sup *s)
+{
+	if (s->cg) {
+		if (s->metered)
+			(void)bm_loader__del(s->loader, s->cg);
+		s->metered = false;
+		/* a task stuck in the kernel dies when it leaves it: the caller comes back */
+		if (bm_cgroup__populated(s->cg) > 0) {
+			(void)bm_cgroup__kill(s->cg);
+			return -EBUSY;
+		}
+		if (bm_ceilings_release_try(&s->ceil) || bm_cgroup__remove_try(s->cg) == -EBUSY)
+			return -EBUSY;
+		bm_cgroup__free(s->cg);
+		s->cg = NULL;
+		s->out.cgroup = NULL;
+	}
+	close_fds(s);
+	if (s->o.timers_moved)
+		s->o.timers_moved(s->o.timers_ctx);
+	return 0;
+}
+
 int bm_sup__release(struct bm_sup *s)
 {
 	int err = 0;
@@ -549,15 +590,7 @@ int bm_sup__release(struct bm_sup *s)
 		s->cg = NULL;
 		s->out.cgroup = NULL;
 	}
-	s->metered = false;
-	if (s->child.pidfd >= 0)
-		close(s->child.pidfd);
-	if (s->deadline_fd >= 0)
-		close(s->deadline_fd);
-	if (s->timer_fd >= 0)
-		close(s->timer_fd);
-	s->child.pidfd = s->deadline_fd = s->timer_fd = -1;
-	s->deadline_at = s->timer_at = UINT64_MAX;
+	close_fds(s);
 	if (s->o.timers_moved)
 		s->o.timers_moved(s->o.timers_ctx);
 	return err;

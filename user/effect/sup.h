@@ -65,6 +65,7 @@ struct bm_sup {
 	uint64_t poll_ns;		/* the next look at the phase is this far off */
 	int wait_status;
 	int exec_errno;			/* the command could not be started (126/127) */
+	bool not_run;			/* it never started: the outcome its caller wrote stands */
 	bool cancelled, deadline, drained, acting, metered, terminating;
 	const char *failed_step;	/* what bm_sup__start() was doing when it failed */
 	char name[3 * BM_NAME_MAX];	/* the cgroup's directory name */
@@ -118,5 +119,11 @@ bool bm_sup__done(const struct bm_sup *s);
 void bm_sup__finish(struct bm_sup *s);
 /* Unregister, kill and remove the cgroups, close fds. Idempotent. Returns the cgroup removal's 0 or -errno. */
 int bm_sup__release(struct bm_sup *s);
+/*
+ * The same without waiting: 0 once all is released, or -EBUSY while a task
+ * of the cgroup has not died yet (killed again) or it is still held: call
+ * again later. Never blocks, for an event loop.
+ */
+int bm_sup__release_try(struct bm_sup *s);
 
 #endif /* BM_SUP_H */
