@@ -98,6 +98,16 @@ static int apply_v2(const struct bm_cgroup *cg, const struct bm_limits *lim, str
 	return 0;
 }
 
+static int make_dir(const struct bm_ceilings *c, const char *path)
+{
+	return c->fs ? c->fs->make_dir(path, 0755) : mkdir(path, 0755);
+}
+
+static int remove_dir(const struct bm_ceilings *c, const char *path)
+{
+	return c->fs ? c->fs->remove_dir(path) : rmdir(path);
+}
+
 /* A v1 twin of the effect cgroup, under our own v1 cgroup of that controller. */
 static int v1_twin(const struct bm_cgroup_env *env, enum bm_v1 v, const char *name,
 		   struct bm_ceilings *c, int *dirfd)
@@ -114,7 +124,7 @@ static int v1_twin(const struct bm_cgroup_env *env, enum bm_v1 v, const char *na
 		c->v1_dir[v][0] = '\0';
 		return -ENAMETOOLONG;
 	}
-	if (mkdir(c->v1_dir[v], 0755) < 0) {
+	if (make_dir(c, c->v1_dir[v]) < 0) {
 		n = -errno;
 		c->v1_dir[v][0] = '\0';
 		return n;
@@ -163,11 +173,13 @@ static int apply_v1(const struct bm_cgroup_env *env, const char *name, const str
 }
 
 int bm_ceilings_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
-		      const struct bm_limits *lim, bool cpu_throttle, struct bm_ceilings *c)
+		      const struct bm_limits *lim, bool cpu_throttle, const struct bm_cgfs *fs,
+		      struct bm_ceilings *c)
 {
 	int i, err;
 
 	memset(c, 0, sizeof(*c));
+	c->fs = fs;
 	for (i = 0; i < BM_V1__MAX; i++)
 		c->join_fd[i] = -1;
 	c->v1_cpu_dirfd = c->v1_mem_dirfd = -1;
@@ -298,7 +310,7 @@ void bm_ceilings_release(struct bm_ceilings *c)
 		c->join_fd[i] = -1;
 		/* like the v2 cgroup, a v1 one stays busy for a moment after its last task */
 		for (tries = 0; c->v1_dir[i][0] && tries < 500; tries++) {
-			if (!rmdir(c->v1_dir[i]) || errno != EBUSY)
+			if (!remove_dir(c, c->v1_dir[i]) || errno != EBUSY)
 				break;
 			nanosleep(&ts, NULL);
 		}
