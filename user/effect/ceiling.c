@@ -13,6 +13,18 @@
 
 #define CFS_PERIOD_US 100000ULL
 
+/* Is ctrl a word of a controller list? "cpu" is not in "cpuset io". */
+static bool has_ctrl(const char *list, const char *ctrl)
+{
+	size_t n = strlen(ctrl);
+	const char *p;
+
+	for (p = list; (p = strstr(p, ctrl)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\n' || !p[n]))
+			return true;
+	return false;
+}
+
 /* v2: can the effect's parent hand these controllers down? Enable them if it can. */
 static bool v2_delegate(const struct bm_cgroup *cg, const char *ctrl)
 {
@@ -27,14 +39,14 @@ static bool v2_delegate(const struct bm_cgroup *cg, const char *ctrl)
 	if (fd < 0)
 		return false;
 	n = bm_read_file(fd, "cgroup.controllers", buf, sizeof(buf));
-	if (n > 0 && strstr(buf, ctrl)) {
+	if (n > 0 && has_ctrl(buf, ctrl)) {
 		snprintf(want, sizeof(want), "+%s", ctrl);
 		/* EBUSY: our cgroup holds processes, so v2 forbids delegating from it */
 		(void)bm_write_file(fd, "cgroup.subtree_control", want);
 	}
 	n = bm_read_file(fd, "cgroup.subtree_control", buf, sizeof(buf));
 	close(fd);
-	return n > 0 && strstr(buf, ctrl);
+	return n > 0 && has_ctrl(buf, ctrl);
 }
 
 static int write_u64(int dirfd, const char *file, unsigned long long v)
