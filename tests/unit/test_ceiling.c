@@ -337,6 +337,21 @@ static void test_ceiling_hybrid_prefers_v2(void **state)
 	assert_true(f.c.join_fd[BM_V1_CPU] >= 0);
 }
 
+static void test_ceiling_hybrid_all_on_v2_makes_no_twin(void **state)
+{
+	/* v2 delegates all three: the v1 hierarchies are not touched, throttling is v2's */
+	v2("cpu memory pids", "cpu memory pids", NULL);
+	hybrid(ALL_V1);
+	limits(1000, 128 * MIB, 16);
+	assert_int_equal(apply(true), 0);
+	assert_int_equal(fake_n_made, 0);
+	assert_mech(BM_P_CPU, "cgroup v2 cpu.max", true);
+	assert_int_equal(f.c.v1_cpu_dirfd, -1);
+	assert_string_equal(knob_take(f.eff, "cpu.max"), "100000 100000");
+	assert_int_equal(bm_ceilings_cpu(&f.c, &f.lim, 0.5), 0);
+	assert_string_equal(knob_take(f.eff, "cpu.max"), "50000 100000");
+}
+
 static void test_ceiling_hybrid_cpu_throttle_round_trip(void **state)
 {
 	/* no CPU ceiling, but the ladder may throttle: a cpu twin without a quota */
@@ -529,6 +544,7 @@ int main(void)
 		T(test_ceiling_memory_high_round_trip),
 		T(test_ceiling_hybrid_twins_under_our_cgroups),
 		T(test_ceiling_hybrid_prefers_v2),
+		T(test_ceiling_hybrid_all_on_v2_makes_no_twin),
 		T(test_ceiling_hybrid_cpu_throttle_round_trip),
 		T(test_ceiling_missing_hierarchy_falls_back),
 		T(test_ceiling_existing_twin_is_not_taken),
