@@ -171,7 +171,8 @@ FAKECG_FN const char *fake_fixture(const char *name)
 			  : fake_path("tests/fixtures/cgroupfs/%s", name);
 	}
 	if (access(p, R_OK))
-		fail_msg("fixture %s not found: run from the repository root or set BM_FIXTURES", p);
+		fail_msg("fixture %s not found: run from the repository root or set BM_FIXTURES",
+			 p);
 	return p;
 }
 

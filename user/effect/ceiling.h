@@ -37,7 +37,7 @@ struct bm_ceilings {
 	int v2_dirfd;			/* the effect's v2 cgroup */
 	bool v2_cpu, v2_mem;		/* v2 cpu / memory controllers enabled for it */
 	int v1_cpu_dirfd, v1_mem_dirfd;	/* for throttling through v1, -1 if none */
-	const struct bm_cgfs *fs;	/* how the v1 twins are made and removed (NULL: syscalls) */
+	const struct bm_cgfs *fs;	/* makes and removes the v1 twins (NULL: syscalls) */
 };
 
 /*

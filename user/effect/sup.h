@@ -62,8 +62,8 @@ struct bm_sup_ops {
 	const struct bm_cgfs *cgfs;	/* for bm_ceilings_apply(): NULL, mkdir(2) */
 	int (*add)(struct bm_loader *l, const struct bm_cgroup *cg, uint64_t window_ns,
 		   uint64_t start_ns, const uint64_t thresh[BM_DIM__MAX]);
-	int (*arm)(struct bm_loader *l, const struct bm_cgroup *cg, const uint64_t thresh[BM_DIM__MAX],
-		   const uint64_t kill_at[BM_DIM__MAX]);
+	int (*arm)(struct bm_loader *l, const struct bm_cgroup *cg,
+		   const uint64_t thresh[BM_DIM__MAX], const uint64_t kill_at[BM_DIM__MAX]);
 	int (*read)(struct bm_loader *l, const struct bm_cgroup *cg, struct bm_meter *out);
 	void (*claim)(struct bm_loader *l, uint32_t slot);
 	int (*del)(struct bm_loader *l, const struct bm_cgroup *cg);
