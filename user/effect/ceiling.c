@@ -13,6 +13,18 @@
 
 #define CFS_PERIOD_US 100000ULL
 
+/* Is ctrl a word of a controller list? "cpu" is not in "cpuset io". */
+static bool has_ctrl(const char *list, const char *ctrl)
+{
+	size_t n = strlen(ctrl);
+	const char *p;
+
+	for (p = list; (p = strstr(p, ctrl)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\n' || !p[n]))
+			return true;
+	return false;
+}
+
 /* v2: can the effect's parent hand these controllers down? Enable them if it can. */
 static bool v2_delegate(const struct bm_cgroup *cg, const char *ctrl)
 {
@@ -27,14 +39,14 @@ static bool v2_delegate(const struct bm_cgroup *cg, const char *ctrl)
 	if (fd < 0)
 		return false;
 	n = bm_read_file(fd, "cgroup.controllers", buf, sizeof(buf));
-	if (n > 0 && strstr(buf, ctrl)) {
+	if (n > 0 && has_ctrl(buf, ctrl)) {
 		snprintf(want, sizeof(want), "+%s", ctrl);
 		/* EBUSY: our cgroup holds processes, so v2 forbids delegating from it */
 		(void)bm_write_file(fd, "cgroup.subtree_control", want);
 	}
 	n = bm_read_file(fd, "cgroup.subtree_control", buf, sizeof(buf));
 	close(fd);
-	return n > 0 && strstr(buf, ctrl);
+	return n > 0 && has_ctrl(buf, ctrl);
 }
 
 static int write_u64(int dirfd, const char *file, unsigned long long v)
@@ -98,6 +110,16 @@ static int apply_v2(const struct bm_cgroup *cg, const struct bm_limits *lim, str
 	return 0;
 }
 
+static int make_dir(const struct bm_ceilings *c, const char *path)
+{
+	return c->fs ? c->fs->make_dir(path, 0755) : mkdir(path, 0755);
+}
+
+static int remove_dir(const struct bm_ceilings *c, const char *path)
+{
+	return c->fs ? c->fs->remove_dir(path) : rmdir(path);
+}
+
 /* A v1 twin of the effect cgroup, under our own v1 cgroup of that controller. */
 static int v1_twin(const struct bm_cgroup_env *env, enum bm_v1 v, const char *name,
 		   struct bm_ceilings *c, int *dirfd)
@@ -114,7 +136,7 @@ static int v1_twin(const struct bm_cgroup_env *env, enum bm_v1 v, const char *na
 		c->v1_dir[v][0] = '\0';
 		return -ENAMETOOLONG;
 	}
-	if (mkdir(c->v1_dir[v], 0755) < 0) {
+	if (make_dir(c, c->v1_dir[v]) < 0) {
 		n = -errno;
 		c->v1_dir[v][0] = '\0';
 		return n;
@@ -163,11 +185,13 @@ static int apply_v1(const struct bm_cgroup_env *env, const char *name, const str
 }
 
 int bm_ceilings_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
-		      const struct bm_limits *lim, bool cpu_throttle, struct bm_ceilings *c)
+		      const struct bm_limits *lim, bool cpu_throttle, const struct bm_cgfs *fs,
+		      struct bm_ceilings *c)
 {
 	int i, err;
 
 	memset(c, 0, sizeof(*c));
+	c->fs = fs;
 	for (i = 0; i < BM_V1__MAX; i++)
 		c->join_fd[i] = -1;
 	c->v1_cpu_dirfd = c->v1_mem_dirfd = -1;
@@ -297,7 +321,7 @@ int bm_ceilings_release_try(struct bm_ceilings *c)
 		c->join_fd[i] = -1;
 		if (!c->v1_dir[i][0])
 			continue;
-		if (!rmdir(c->v1_dir[i]) || errno != EBUSY)
+		if (!remove_dir(c, c->v1_dir[i]) || errno != EBUSY)
 			c->v1_dir[i][0] = '\0';
 		else
 			busy = 1;

@@ -11,10 +11,23 @@
 #define BM_CEILING_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "base/cgroup.h"
 #include "effect/outcome.h"
 #include "effect/policy.h"
+
+/*
+ * How the v1 twins are made and removed; NULL means mkdir(2) and rmdir(2).
+ * On cgroupfs a mkdir brings the knob files with it and an rmdir takes them
+ * away; a plain directory does neither, so a test's fake cgroupfs (a
+ * temporary tree) passes functions that do. Contract of the system calls:
+ * 0, or -1 with errno set.
+ */
+struct bm_cgfs {
+	int (*make_dir)(const char *path, mode_t mode);
+	int (*remove_dir)(const char *path);
+};
 
 struct bm_ceilings {
 	const char *mech[BM_P__MAX];	/* "cgroup v2 memory.max", ..., "meter", NULL = no ceiling */
@@ -24,20 +37,25 @@ struct bm_ceilings {
 	int v2_dirfd;			/* the effect's v2 cgroup */
 	bool v2_cpu, v2_mem;		/* v2 cpu / memory controllers enabled for it */
 	int v1_cpu_dirfd, v1_mem_dirfd;	/* for throttling through v1, -1 if none */
+	const struct bm_cgfs *fs;	/* makes and removes the v1 twins (NULL: syscalls) */
 };
 
 /*
  * Put the limits on the effect cgroup cg (name is its directory name, used
  * for the v1 twins); cpu_throttle asks for a CPU controller even without a
- * CPU ceiling, for the ladder to throttle with. Never writes above our own
- * cgroups. Returns 0 (what
+ * CPU ceiling, for the ladder to throttle with; fs makes the v1 twins (NULL:
+ * mkdir(2)). Never writes above our own cgroups. Returns 0 (what
  * could not be applied falls back to the meter) or -errno if something we
  * created could not be configured (everything created is removed again).
  */
 int bm_ceilings_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
-		      const struct bm_limits *lim, bool cpu_throttle, struct bm_ceilings *c);
+		      const struct bm_limits *lim, bool cpu_throttle, const struct bm_cgfs *fs,
+		      struct bm_ceilings *c);
 
-/* Find the ceilings an earlier agent put on cg (its v1 twins by name), to read and remove them. */
+/*
+ * Find the ceilings an earlier agent put on cg (its v1 twins by name), to read and remove them.
+ * c->fs is NULL afterwards (rmdir(2)); a test may set it before bm_ceilings_release().
+ */
 void bm_ceilings_adopt(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
 		       struct bm_ceilings *c);
 

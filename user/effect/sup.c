@@ -34,11 +34,26 @@ static const int pdim_dim[BM_P__MAX] = {
 	[BM_P_NET] = BM_DIM_NET,
 };
 
+const struct bm_sup_ops bm_sup_kernel = {
+	.now_ns = bm_now_ns,
+	.cg_create = bm_cgroup__create,
+	.cg_remove = bm_cgroup__remove,
+	.cg_remove_try = bm_cgroup__remove_try,
+	.add = bm_loader__add,
+	.arm = bm_loader__arm,
+	.read = bm_loader__read,
+	.claim = bm_loader__claim,
+	.del = bm_loader__del,
+	.stats = bm_loader__stats,
+	.features = bm_loader__features,
+};
+
 void bm_sup__init(struct bm_sup *s)
 {
 	int i;
 
 	memset(s, 0, sizeof(*s));
+	s->ops = &bm_sup_kernel;
 	s->deadline_fd = s->timer_fd = s->child.pidfd = s->child.status_fd = -1;
 	s->deadline_at = s->timer_at = UINT64_MAX;
 	for (i = 0; i < BM_V1__MAX; i++)
@@ -140,28 +155,28 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 
 	bm_sup__prepare(s, l, o);
 	s->failed_step = "create the cgroup";
-	s->cg = bm_cgroup__create(parent_dir, s->name);
+	s->cg = s->ops->cg_create(parent_dir, s->name);
 	if (!s->cg)
 		return -errno;
 	s->out.cgroup = s->cg->path;
 	s->failed_step = "set the ceilings";
 	cpu_throttle = !o->meter_only && (s->o.policy.dim[BM_P_CPU].steps & BM_STEP_BIT(BM_STEP_THROTTLE));
-	err = bm_ceilings_apply(env, s->cg, s->name, lim, cpu_throttle, &s->ceil);
+	err = bm_ceilings_apply(env, s->cg, s->name, lim, cpu_throttle, s->ops->cgfs, &s->ceil);
 	if (err)
 		return err;
 	for (p = 0; o->meter_only && p < BM_P__MAX; p++)
 		s->ceil.mech[p] = s->o.policy.dim[p].hard ? "meter" : NULL;
 	memcpy(s->out.ceiling_mech, s->ceil.mech, sizeof(s->out.ceiling_mech));
-	s->out.net_source = bm_net_source_name(bm_loader__features(l)->net);
+	s->out.net_source = bm_net_source_name(s->ops->features(l)->net);
 
 	s->failed_step = "register with the meter";
-	s->start_ns = bm_now_ns();
-	err = bm_loader__add(l, s->cg, o->window_ns, s->start_ns, NULL);
+	s->start_ns = s->ops->now_ns();
+	err = s->ops->add(l, s->cg, o->window_ns, s->start_ns, NULL);
 	if (err)
 		return err;
 	s->metered = true;
 	kernel_levels(s, thresh, kill_at);
-	err = bm_loader__arm(l, s->cg, thresh, kill_at);
+	err = s->ops->arm(l, s->cg, thresh, kill_at);
 	if (err)
 		return err;
 	bm_act_init(&s->act, s->cg, &s->ceil, &s->o.policy, &s->o.limits, &s->out, s->start_ns,
@@ -207,16 +222,16 @@ int bm_sup__adopt(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 	snprintf(s->name, sizeof(s->name), "%s", strrchr(s->cg->path, '/') + 1);
 	bm_ceilings_adopt(env, s->cg, s->name, &s->ceil);
 	s->failed_step = "find its meter";
-	err = bm_loader__read(l, s->cg, &m);
+	err = s->ops->read(l, s->cg, &m);
 	if (err)
 		return err;
-	bm_loader__claim(l, m.slot);
+	s->ops->claim(l, m.slot);
 	s->metered = true;
 	/* the effect's clock started with its first window */
 	s->o.window_ns = m.window_ns;
 	s->start_ns = m.first_win * m.window_ns;
-	s->out.started_wall_ns = bm_wall_ns() - (bm_now_ns() - s->start_ns);
-	s->out.net_source = bm_net_source_name(bm_loader__features(l)->net);
+	s->out.started_wall_ns = bm_wall_ns() - (s->ops->now_ns() - s->start_ns);
+	s->out.net_source = bm_net_source_name(s->ops->features(l)->net);
 	bm_act_init(&s->act, s->cg, &s->ceil, &s->o.policy, &s->o.limits, &s->out, s->start_ns,
 		    m.window_ns);
 	s->failed_step = "create timers";
@@ -253,7 +268,7 @@ void bm_sup__event(struct bm_sup *s, const struct bm_event *e)
 		va.observed = (double)e->value;
 		va.threshold = (double)e->thresh - 1;
 		if (!s->act.ended) {
-			(void)bm_act_do(&s->act, &va, "kernel", bm_now_ns());
+			(void)bm_act_do(&s->act, &va, "kernel", s->ops->now_ns());
 			s->lad.step = BM_STEP_KILL;
 		}
 		break;
@@ -304,7 +319,7 @@ static uint64_t evaluate(struct bm_sup *s, uint64_t now)
 	unsigned int i;
 	int p;
 
-	if (!s->acting || bm_loader__read(s->loader, s->cg, &m))
+	if (!s->acting || s->ops->read(s->loader, s->cg, &m))
 		return UINT64_MAX;
 	sample(s, &m, now, &sm);
 	(void)bm_policy_step(&s->o.policy, &s->lad, &sm, now, &v);
@@ -361,7 +376,7 @@ static uint64_t advance_phase(struct bm_sup *s, uint64_t now)
 	}
 	if (s->phase == BM_SUP_DRAINING) {
 		if (s->drained || now >= s->phase_deadline_ns ||
-		    (!bm_loader__read(s->loader, s->cg, &m) && (m.flags & BM_F_DRAINED)))
+		    (!s->ops->read(s->loader, s->cg, &m) && (m.flags & BM_F_DRAINED)))
 			s->phase = BM_SUP_DONE;
 		else
 			return next_look(s, now);
@@ -371,7 +386,7 @@ static uint64_t advance_phase(struct bm_sup *s, uint64_t now)
 
 void bm_sup__tick(struct bm_sup *s)
 {
-	uint64_t ticks, now = bm_now_ns(), next = UINT64_MAX;
+	uint64_t ticks, now = s->ops->now_ns(), next = UINT64_MAX;
 
 	if (s->timer_fd >= 0 && read(s->timer_fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
 		return;
@@ -408,7 +423,7 @@ void bm_sup__terminate(struct bm_sup *s, uint64_t grace_ns)
 	s->terminating = true;
 	send_child(s, SIGTERM);
 	/* the deadline timer turns into the grace: when it fires, the whole cgroup dies */
-	arm_deadline(s, bm_now_ns() + grace_ns);
+	arm_deadline(s, s->ops->now_ns() + grace_ns);
 }
 
 /* The deadline: SIGTERM first, then after a grace of a tenth of the timeout, the whole cgroup. */
@@ -431,7 +446,7 @@ void bm_sup__on_deadline(struct bm_sup *s)
 		grace = s->o.limits.timeout_ns / 10;
 		grace = grace < 100 * BM_NSEC_PER_MSEC ? 100 * BM_NSEC_PER_MSEC
 			: grace > 5 * BM_NSEC_PER_SEC ? 5 * BM_NSEC_PER_SEC : grace;
-		arm_deadline(s, bm_now_ns() + grace);
+		arm_deadline(s, s->ops->now_ns() + grace);
 		return;
 	}
 	(void)bm_cgroup__kill(s->cg);
@@ -440,7 +455,7 @@ void bm_sup__on_deadline(struct bm_sup *s)
 void bm_sup__exited(struct bm_sup *s, int wait_status)
 {
 	struct bm_meter m;
-	uint64_t now = bm_now_ns();
+	uint64_t now = s->ops->now_ns();
 
 	if (s->phase != BM_SUP_RUNNING)
 		return;
@@ -449,7 +464,7 @@ void bm_sup__exited(struct bm_sup *s, int wait_status)
 	arm_deadline(s, UINT64_MAX);
 	/* tasks the command left behind are not allowed to outlive the effect */
 	if (bm_cgroup__populated(s->cg) > 0) {
-		if (!bm_loader__read(s->loader, s->cg, &m) && !s->act.ended)
+		if (!s->ops->read(s->loader, s->cg, &m) && !s->act.ended)
 			s->out.leftover_killed = m.tasks > 0 ? (uint64_t)m.tasks : 1;
 		(void)bm_cgroup__kill(s->cg);
 		enter_phase(s, BM_SUP_LEFTOVERS, now + KILL_TIMEOUT_NS);
@@ -525,7 +540,7 @@ void bm_sup__finish(struct bm_sup *s)
 	read_cgroup_stats(s);
 	s->out.wall_ns = s->end_ns - s->start_ns;
 	classify(s);
-	err = bm_loader__read(s->loader, s->cg, &m);
+	err = s->ops->read(s->loader, s->cg, &m);
 	if (!err)
 		err = bm_window_finalize(&m, bm_window_last(&m, s->end_ns), &s->sum);
 	if (err) {
@@ -533,7 +548,7 @@ void bm_sup__finish(struct bm_sup *s)
 		s->out.by = "burstmeter";
 	}
 	s->out.sum = err ? NULL : &s->sum;
-	(void)bm_loader__stats(s->loader, s->out.stats);
+	(void)s->ops->stats(s->loader, s->out.stats);
 }
 
 /* Close what a released effect still holds (its cgroup is gone by then). */
@@ -556,14 +571,14 @@ int bm_sup__release_try(struct bm_sup *s)
 {
 	if (s->cg) {
 		if (s->metered)
-			(void)bm_loader__del(s->loader, s->cg);
+			(void)s->ops->del(s->loader, s->cg);
 		s->metered = false;
 		/* a task stuck in the kernel dies when it leaves it: the caller comes back */
 		if (bm_cgroup__populated(s->cg) > 0) {
 			(void)bm_cgroup__kill(s->cg);
 			return -EBUSY;
 		}
-		if (bm_ceilings_release_try(&s->ceil) || bm_cgroup__remove_try(s->cg) == -EBUSY)
+		if (bm_ceilings_release_try(&s->ceil) || s->ops->cg_remove_try(s->cg) == -EBUSY)
 			return -EBUSY;
 		bm_cgroup__free(s->cg);
 		s->cg = NULL;
@@ -581,11 +596,11 @@ int bm_sup__release(struct bm_sup *s)
 
 	if (s->cg) {
 		if (s->metered)
-			(void)bm_loader__del(s->loader, s->cg);
+			(void)s->ops->del(s->loader, s->cg);
 		if (bm_cgroup__populated(s->cg) > 0 && !bm_cgroup__kill(s->cg))
 			(void)bm_cgroup__wait_empty(s->cg, KILL_TIMEOUT_NS / BM_NSEC_PER_MSEC);
 		bm_ceilings_release(&s->ceil);
-		err = bm_cgroup__remove(s->cg);
+		err = s->ops->cg_remove(s->cg);
 		bm_cgroup__free(s->cg);
 		s->cg = NULL;
 		s->out.cgroup = NULL;

@@ -48,10 +48,37 @@ struct bm_sup_opts {
 	void *timers_ctx;
 };
 
+/*
+ * The kernel side of supervision: the clock, the effect cgroup's making and
+ * removal, and the meter. bm_sup__init() points s->ops at bm_sup_kernel (the
+ * functions of the same signatures: bm_now_ns(), bm_cgroup__create(),
+ * bm_loader__add(), ...); a unit test puts fakes there instead, over a
+ * temporary directory for a cgroup and a struct bm_meter of its own making.
+ */
+struct bm_sup_ops {
+	uint64_t (*now_ns)(void);
+	struct bm_cgroup *(*cg_create)(const char *parent_dir, const char *name);
+	int (*cg_remove)(struct bm_cgroup *cg);
+	int (*cg_remove_try)(struct bm_cgroup *cg);	/* once, never waiting */
+	const struct bm_cgfs *cgfs;	/* for bm_ceilings_apply(): NULL, mkdir(2) */
+	int (*add)(struct bm_loader *l, const struct bm_cgroup *cg, uint64_t window_ns,
+		   uint64_t start_ns, const uint64_t thresh[BM_DIM__MAX]);
+	int (*arm)(struct bm_loader *l, const struct bm_cgroup *cg,
+		   const uint64_t thresh[BM_DIM__MAX], const uint64_t kill_at[BM_DIM__MAX]);
+	int (*read)(struct bm_loader *l, const struct bm_cgroup *cg, struct bm_meter *out);
+	void (*claim)(struct bm_loader *l, uint32_t slot);
+	int (*del)(struct bm_loader *l, const struct bm_cgroup *cg);
+	int (*stats)(struct bm_loader *l, uint64_t out[BM_STAT__MAX]);
+	const struct bm_features *(*features)(const struct bm_loader *l);
+};
+
+extern const struct bm_sup_ops bm_sup_kernel;
+
 enum bm_sup_phase { BM_SUP_NEW, BM_SUP_RUNNING, BM_SUP_LEFTOVERS, BM_SUP_DRAINING, BM_SUP_DONE };
 
 struct bm_sup {
 	struct bm_sup_opts o;
+	const struct bm_sup_ops *ops;	/* &bm_sup_kernel, or a test's fakes */
 	struct bm_loader *loader;
 	struct bm_cgroup *cg;
 	struct bm_ceilings ceil;
@@ -73,7 +100,7 @@ struct bm_sup {
 	struct bm_summary sum;
 };
 
-/* Zero s and mark every fd closed: bm_sup__release() is then always safe. */
+/* Zero s, mark every fd closed, ops = &bm_sup_kernel: bm_sup__release() is then always safe. */
 void bm_sup__init(struct bm_sup *s);
 
 /*
