@@ -306,7 +306,7 @@ static void test_sup_start_registers_and_arms(void **state)
 	assert_null(f.s.failed_step);
 	assert_int_equal(f.s.phase, BM_SUP_RUNNING);
 	assert_int_equal(f.creates, 1);
-	assert_string_equal(f.eff, fake_path("%s/burstmeter.unit.e1", f.parent));
+	assert_string_equal(f.eff, fake_path("%s/burstmeter.unit@e1", f.parent));
 	assert_string_equal(f.s.out.cgroup, f.eff);
 	/* the ceilings, on the controllers our cgroup delegates */
 	assert_string_equal(knob_take(f.eff, "cpu.max"), "50000 100000");
