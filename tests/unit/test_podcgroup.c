@@ -89,7 +89,8 @@ static void test_podcgroup_systemd_each_qos_and_runtime(void **state)
 
 	for (i = 0; i < N(q); i++) {
 		for (j = 0; j < N(r); j++) {
-			struct want w = { BM_CGD_SYSTEMD, q[i].qos, r[j].rt, UID, ID, q[i].qos_dirs, 0 };
+			struct want w = { BM_CGD_SYSTEMD, q[i].qos, r[j].rt, UID, ID,
+					  q[i].qos_dirs, 0 };
 
 			snprintf(path, sizeof(path), "%s/%s", q[i].qos_dirs, r[j].scope);
 			expect_ok(path, &w);
@@ -112,7 +113,8 @@ static void test_podcgroup_cgroupfs_each_qos(void **state)
 
 	for (i = 0; i < N(q); i++) {
 		/* containerd and docker both name the directory by the bare id */
-		struct want w = { BM_CGD_CGROUPFS, q[i].qos, BM_RT_UNKNOWN, UID, ID, q[i].pod_dir, 0 };
+		struct want w = { BM_CGD_CGROUPFS, q[i].qos, BM_RT_UNKNOWN, UID, ID, q[i].pod_dir,
+				  0 };
 
 		snprintf(path, sizeof(path), "%s/%s", q[i].pod_dir, ID);
 		expect_ok(path, &w);
@@ -140,7 +142,8 @@ static void test_podcgroup_hybrid_unified_prefix(void **state)
 {
 	struct want w = { BM_CGD_SYSTEMD, BM_QOS_BESTEFFORT, BM_RT_CONTAINERD, UID, ID,
 			  "/sys/fs/cgroup/unified/kubepods.slice/kubepods-besteffort.slice/"
-			  "kubepods-besteffort-pod" UID_ ".slice", strlen("/sys/fs/cgroup/unified") };
+			  "kubepods-besteffort-pod" UID_ ".slice",
+			  strlen("/sys/fs/cgroup/unified") };
 	struct want f = { BM_CGD_CGROUPFS, BM_QOS_BURSTABLE, BM_RT_UNKNOWN, UID, ID,
 			  "/sys/fs/cgroup/memory/kubepods/burstable/pod" UID,
 			  strlen("/sys/fs/cgroup/memory") };
@@ -161,8 +164,8 @@ static void test_podcgroup_nested_container_prefix(void **state)
 	static const char froot[] = "/docker/" ID2 "/kubelet";
 	struct want w = { BM_CGD_SYSTEMD, BM_QOS_BURSTABLE, BM_RT_CONTAINERD, UID, ID,
 			  "/system.slice/docker-" ID2 ".scope/kubelet.slice/kubelet-kubepods.slice/"
-			  "kubelet-kubepods-burstable.slice/kubelet-kubepods-burstable-pod" UID_ ".slice",
-			  strlen(root) };
+			  "kubelet-kubepods-burstable.slice/kubelet-kubepods-burstable-pod" UID_
+			  ".slice", strlen(root) };
 	struct want g = { BM_CGD_SYSTEMD, BM_QOS_GUARANTEED, BM_RT_CRIO, UID, ID,
 			  "/system.slice/docker-" ID2 ".scope/kubelet.slice/kubelet-kubepods.slice/"
 			  "kubelet-kubepods-pod" UID_ ".slice", strlen(root) };
@@ -183,7 +186,7 @@ static void test_podcgroup_nested_container_prefix(void **state)
 		   -ENOENT);
 }
 
-/* The container's own cgroups (an effect's, made below it by the agent) are still that container. */
+/* The container's own cgroups (an effect's, made below it by the agent): still that container. */
 static void test_podcgroup_below_the_container(void **state)
 {
 	struct want w = { BM_CGD_SYSTEMD, BM_QOS_GUARANTEED, BM_RT_CONTAINERD, UID, ID,
@@ -223,7 +226,8 @@ static void test_podcgroup_in_no_pod(void **state)
 		"/init.scope",
 		"/docker/" ID,				/* a plain docker container */
 		"/system.slice/docker-" ID ".scope",
-		"/kubepods.slice",			/* the kubepods, QoS and pod levels themselves */
+		/* the kubepods, QoS and pod levels themselves */
+		"/kubepods.slice",
 		"/kubepods.slice/kubepods-burstable.slice",
 		"/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UID_ ".slice",
 		"/kubepods.slice/kubepods-pod" UID_ ".slice",
@@ -247,19 +251,24 @@ static void test_podcgroup_malformed_levels(void **state)
 		/* the UID: systemd writes '_', cgroupfs '-'; lowercase hex; 36 or 32 long */
 		"/kubepods.slice/kubepods-pod" UID ".slice/cri-containerd-" ID ".scope",
 		"/kubepods/pod" UID_ "/" ID,
-		"/kubepods.slice/kubepods-pod1B2C3D4E_5f60_4172_8394_a5b6c7d8e9f0.slice/crio-" ID ".scope",
-		"/kubepods.slice/kubepods-pod1b2c3d4e_5f60_4172_8394_a5b6c7d8e9f.slice/crio-" ID ".scope",
+		"/kubepods.slice/kubepods-pod1B2C3D4E_5f60_4172_8394_a5b6c7d8e9f0.slice/crio-" ID
+		".scope",
+		"/kubepods.slice/kubepods-pod1b2c3d4e_5f60_4172_8394_a5b6c7d8e9f.slice/crio-" ID
+		".scope",
 		"/kubepods.slice/kubepods-pod1b2c3d4e_5f60_4172_8394_a5b6c7d8e9f00.slice/crio-" ID
 		".scope",
-		"/kubepods.slice/kubepods-pod1b2c3d4e5_f60_4172_8394_a5b6c7d8e9f0.slice/crio-" ID ".scope",
-		"/kubepods.slice/kubepods-pod1b2c3d4g_5f60_4172_8394_a5b6c7d8e9f0.slice/crio-" ID ".scope",
+		"/kubepods.slice/kubepods-pod1b2c3d4e5_f60_4172_8394_a5b6c7d8e9f0.slice/crio-" ID
+		".scope",
+		"/kubepods.slice/kubepods-pod1b2c3d4g_5f60_4172_8394_a5b6c7d8e9f0.slice/crio-" ID
+		".scope",
 		"/kubepods/pod0e5d1a3b2c4f6e8d9a7b5c3d1e2f4a6/" ID,
 		"/kubepods/pod/" ID,
 		"/kubepods.slice/kubepods-pod.slice/docker-" ID ".scope",
 		/* QoS level and pod level disagree; a level that is neither */
 		"/kubepods.slice/kubepods-burstable.slice/kubepods-besteffort-pod" UID_
 		".slice/docker-" ID ".scope",
-		"/kubepods.slice/kubepods-burstable.slice/kubepods-pod" UID_ ".slice/docker-" ID ".scope",
+		"/kubepods.slice/kubepods-burstable.slice/kubepods-pod" UID_ ".slice/docker-" ID
+		".scope",
 		"/kubepods/burstable/besteffort/pod" UID "/" ID,
 		"/kubepods.slice/kubepods-guaranteed.slice/kubepods-guaranteed-pod" UID_
 		".slice/docker-" ID ".scope",
@@ -276,8 +285,8 @@ static void test_podcgroup_malformed_levels(void **state)
 		"/kubepods.slice/kubepods-pod" UID_ ".slice/runc-" ID ".scope",
 		"/kubepods.slice/kubepods-pod" UID_ ".slice/cri-containerd-" ID "0.scope",
 		"/kubepods.slice/kubepods-pod" UID_
-		".slice/cri-containerd-4F1C2A9E8D7B6C5A4F3E2D1C0B9A8F7E6D5C4B3A29180716F5E4D3C2B1A09F8E"
-		".scope",
+		".slice/cri-containerd-"
+		"4F1C2A9E8D7B6C5A4F3E2D1C0B9A8F7E6D5C4B3A29180716F5E4D3C2B1A09F8E.scope",
 		"/kubepods/pod" UID "/4f1c2a",
 		"/kubepods/pod" UID "/crio-" ID ".scope",
 		"/kubepods.slice/kubepods-pod" UID_ ".slice/cri-containerd-.scope",
@@ -292,7 +301,8 @@ static void test_podcgroup_hostile_paths(void **state)
 {
 	static const char *const paths[] = {
 		"",
-		"kubepods.slice/kubepods-pod" UID_ ".slice/docker-" ID ".scope",	/* relative */
+		/* relative */
+		"kubepods.slice/kubepods-pod" UID_ ".slice/docker-" ID ".scope",
 		"//kubepods.slice/kubepods-pod" UID_ ".slice/docker-" ID ".scope",
 		"/kubepods.slice//kubepods-pod" UID_ ".slice/docker-" ID ".scope",
 		"/kubepods.slice/kubepods-pod" UID_ ".slice/docker-" ID ".scope/",

@@ -44,7 +44,8 @@ char *bm_k8s_bytes(uint64_t bytes, char *buf, size_t len)
 	for (i = 0; bytes && i < BM_ARRAY_SIZE(units); i++) {
 		shift = 60 - 10 * i;
 		if (!(bytes & ((1ULL << shift) - 1))) {
-			snprintf(buf, len, "%llu%s", (unsigned long long)(bytes >> shift), units[i]);
+			snprintf(buf, len, "%llu%s", (unsigned long long)(bytes >> shift),
+				 units[i]);
 			return buf;
 		}
 	}
@@ -98,11 +99,13 @@ static json_t *env_list(const struct bm_run_request *r, const char *socket_name)
 
 	snprintf(path, sizeof(path), "%s/%s", BM_POD_SOCKET_DIR, socket_name);
 	a = json_pack("[{s:s, s:s}]", "name", BM_RUN_SOCKET_ENV, "value", path);
-	json_object_foreach(r->env, key, v)
-		if (!a || json_array_append_new(a, json_pack("{s:s, s:O}", "name", key, "value", v))) {
+	json_object_foreach(r->env, key, v) {
+		if (!a || json_array_append_new(a, json_pack("{s:s, s:O}", "name", key, "value",
+							     v))) {
 			json_decref(a);
 			return NULL;
 		}
+	}
 	return a;
 }
 
@@ -124,11 +127,13 @@ static json_t *container(const struct bm_run_request *r, const char *socket_name
 			 "name", BM_POD_CONTAINER, "image", r->image, "command", r->command,
 			 "workingDir", BM_POD_WORKSPACE, "env", env_list(r, socket_name),
 			 "resources", resources(&r->sandbox),
-			 "securityContext", "allowPrivilegeEscalation", 0, "readOnlyRootFilesystem", 1,
-			 "runAsNonRoot", 1, "capabilities", "drop", "ALL",
+			 "securityContext", "allowPrivilegeEscalation", 0,
+			 "readOnlyRootFilesystem", 1, "runAsNonRoot", 1,
+			 "capabilities", "drop", "ALL",
 			 "volumeMounts", "name", "workspace", "mountPath", BM_POD_WORKSPACE,
 			 "name", "tmp", "mountPath", "/tmp",
-			 "name", "burstmeter-socket", "mountPath", BM_POD_SOCKET_DIR, "readOnly", 1);
+			 "name", "burstmeter-socket", "mountPath", BM_POD_SOCKET_DIR,
+			 "readOnly", 1);
 }
 
 static json_t *volumes(const struct bm_run_request *r, const char *socket_dir)
@@ -147,8 +152,8 @@ static json_t *volumes(const struct bm_run_request *r, const char *socket_dir)
 static json_t *pod_security(const struct bm_podspec_opts *o)
 {
 	json_t *sc = json_pack("{s:b, s:i, s:i, s:i, s:{s:s}}", "runAsNonRoot", 1,
-			       "runAsUser", BM_POD_UID, "runAsGroup", BM_POD_UID, "fsGroup", BM_POD_UID,
-			       "seccompProfile", "type", "RuntimeDefault");
+			       "runAsUser", BM_POD_UID, "runAsGroup", BM_POD_UID,
+			       "fsGroup", BM_POD_UID, "seccompProfile", "type", "RuntimeDefault");
 
 	if (sc && o->socket_gid >= 0 &&
 	    json_object_set_new(sc, "supplementalGroups", json_pack("[I]", o->socket_gid))) {
@@ -210,10 +215,11 @@ static json_t *netpol(const struct bm_run_request *r, const struct bm_podspec_op
 	json_t *np, *egress = NULL;
 
 	snprintf(name, sizeof(name), "%s-egress", r->run_id);
-	if (s->network_policy == BM_NET_EGRESS_RESTRICTED)
-		egress = o->n_cluster_cidrs ? json_pack("[o, o]", dns_rule(),
-							cidr_rule(o->cluster_cidrs, o->n_cluster_cidrs))
-					    : json_pack("[o]", dns_rule());
+	if (s->network_policy == BM_NET_EGRESS_RESTRICTED && o->n_cluster_cidrs)
+		egress = json_pack("[o, o]", dns_rule(),
+				   cidr_rule(o->cluster_cidrs, o->n_cluster_cidrs));
+	else if (s->network_policy == BM_NET_EGRESS_RESTRICTED)
+		egress = json_pack("[o]", dns_rule());
 	else if (s->network_policy == BM_NET_EGRESS_ALLOW_LIST)
 		egress = json_pack("[o, o]", dns_rule(), cidr_rule(s->cidrs, s->n_cidrs));
 	if (s->network_policy != BM_NET_NONE && !egress)

@@ -31,7 +31,7 @@
 
 struct bm_podspec_opts {
 	const char *namespace;		/* NULL: none written (kubectl -n decides) */
-	const char *agent_socket;	/* the agent's socket on the node: its directory is mounted */
+	const char *agent_socket;	/* the agent's socket on the node: its dir is mounted */
 	long long socket_gid;		/* >= 0: a supplemental group, to reach the socket */
 	const struct bm_cidr *cluster_cidrs;	/* egress_restricted's destinations */
 	unsigned int n_cluster_cidrs;

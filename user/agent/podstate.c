@@ -134,7 +134,8 @@ static void about(struct bm_podstate *st, json_t *cs, json_t *detail)
 static json_t *terminated(json_t *status, bool init, const char *reason, bool nonzero,
 			  json_t **detail)
 {
-	json_t *list = json_object_get(status, init ? "initContainerStatuses" : "containerStatuses");
+	json_t *list = json_object_get(status, init ? "initContainerStatuses"
+						    : "containerStatuses");
 	json_t *cs, *t;
 	size_t i;
 
@@ -272,13 +273,16 @@ static int queued(json_t *status, struct bm_podstate *st)
 
 int bm_podstate_of(json_t *pod, bool deleted, struct bm_podstate *out)
 {
-	json_t *meta = json_object_get(pod, "metadata"), *status;
-	const char *kind = str(pod, "kind"), *phase;
+	json_t *meta = json_object_get(pod, "metadata"), *kind = json_object_get(pod, "kind");
+	const char *phase;
+	json_t *status;
 	size_t i;
 
 	memset(out, 0, sizeof(*out));
 	out->exit_code = -1;
-	if (!json_is_object(pod) || !json_is_object(meta) || (kind && strcmp(kind, "Pod")))
+	/* no kind is a pod (a List's items may leave it out); any other kind is not */
+	if (!json_is_object(pod) || !json_is_object(meta) ||
+	    (kind && strcmp(json_string_value(kind) ?: "", "Pod")))
 		return -EINVAL;
 	status = json_object_get(pod, "status");
 	phase = str(status, "phase") ?: "";

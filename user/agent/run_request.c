@@ -48,8 +48,10 @@ static void parse_image(struct bm_req_errs *e, json_t *root, struct bm_run_reque
 			break;
 	if (!*s || s[i])
 		bm_req_error(e, "agent_image", "%s: expected an image reference such as "
-			     "\"registry.example/agent:1.2\"", s[strspn(s, " \t\n\r\v\f")] ?
-			     "must not contain white space or control characters" : "must not be blank");
+			     "\"registry.example/agent:1.2\"",
+			     s[strspn(s, " \t\n\r\v\f")] ?
+			     "must not contain white space or control characters" :
+			     "must not be blank");
 	else
 		strcpy(r->image, s);	/* at most BM_RUN_IMAGE_MAX bytes */
 }
@@ -76,13 +78,13 @@ static void parse_id(struct bm_req_errs *e, json_t *root, const char *key, bool 
 	if (!*s)
 		bm_req_error(e, key, "must not be blank");
 	else if (pod_name && (!bm_k8s_dns_subdomain(s) || strlen(s) > BM_K8S_LABEL_MAX))
-		bm_req_error(e, key, "invalid %s \"%.*s\": it names the pod and labels it: expected "
-			     "1-%d of [a-z0-9.-], starting and ending with a letter or digit", key, q,
-			     s, BM_K8S_LABEL_MAX);
+		bm_req_error(e, key, "invalid %s \"%.*s\": it names the pod and labels it: "
+			     "expected 1-%d of [a-z0-9.-], starting and ending with a letter or "
+			     "digit", key, q, s, BM_K8S_LABEL_MAX);
 	else if (!bm_k8s_label_value(s))
 		bm_req_error(e, key, "invalid %s \"%.*s\": it labels the pod: expected 1-%d of "
-			     "[A-Za-z0-9._-], starting and ending with a letter or digit", key, q, s,
-			     BM_K8S_LABEL_MAX);
+			     "[A-Za-z0-9._-], starting and ending with a letter or digit", key, q,
+			     s, BM_K8S_LABEL_MAX);
 	else
 		strcpy(out, s);		/* at most BM_K8S_LABEL_MAX bytes */
 }
@@ -96,7 +98,8 @@ static void parse_command(struct bm_req_errs *e, json_t *v, struct bm_run_reques
 
 	n = json_array_size(v);
 	if (!json_is_array(v) || n < 1 || n > BM_REQ_MAX_ARGS) {
-		bm_req_error(e, "entry_command", "must be an array of 1..%d strings", BM_REQ_MAX_ARGS);
+		bm_req_error(e, "entry_command", "must be an array of 1..%d strings",
+			     BM_REQ_MAX_ARGS);
 		return;
 	}
 	json_array_foreach(v, i, a) {
@@ -134,8 +137,8 @@ static void parse_env(struct bm_req_errs *e, json_t *v, struct bm_run_request *r
 		snprintf(field, sizeof(field), "env_vars.%.*s",
 			 bm_req_quote_len(key, BM_REQ_QUOTE_MAX), key);
 		if (!valid_env_name(key) || strlen(key) > BM_NAME_MAX) {
-			bm_req_error(e, field, "invalid variable name: expected [A-Za-z_][A-Za-z0-9_]*, "
-				     "at most %d", BM_NAME_MAX);
+			bm_req_error(e, field, "invalid variable name: expected "
+				     "[A-Za-z_][A-Za-z0-9_]*, at most %d", BM_NAME_MAX);
 			continue;
 		}
 		if (!strcmp(key, BM_RUN_SOCKET_ENV)) {
@@ -175,23 +178,25 @@ static void parse_labels(struct bm_req_errs *e, json_t *v, struct bm_run_request
 		return;
 	}
 	json_object_foreach(v, key, val) {
-		snprintf(field, sizeof(field), "labels.%.*s", bm_req_quote_len(key, BM_REQ_QUOTE_MAX),
-			 key);
+		snprintf(field, sizeof(field), "labels.%.*s",
+			 bm_req_quote_len(key, BM_REQ_QUOTE_MAX), key);
 		if (!bm_k8s_label_key(key)) {
-			bm_req_error(e, field, "invalid label key: expected [prefix/]name, the name "
-				     "1-%d of [A-Za-z0-9._-] starting and ending with a letter or "
-				     "digit, the prefix a DNS subdomain", BM_K8S_LABEL_MAX);
+			bm_req_error(e, field, "invalid label key: expected [prefix/]name, "
+				     "the name 1-%d of [A-Za-z0-9._-] starting and ending with a "
+				     "letter or digit, the prefix a DNS subdomain",
+				     BM_K8S_LABEL_MAX);
 			continue;
 		}
 		if (reserved_key(key)) {
-			bm_req_error(e, field, "reserved prefix: burstmeter.io/, kubernetes.io/ and "
-				     "k8s.io/ are not the request's to set");
+			bm_req_error(e, field, "reserved prefix: burstmeter.io/, "
+				     "kubernetes.io/ and k8s.io/ are not the request's to set");
 			continue;
 		}
 		s = bm_req_string(e, field, val, SIZE_MAX);
 		if (s && !bm_k8s_label_value(s))
-			bm_req_error(e, field, "invalid label value \"%.*s\": expected at most %d of "
-				     "[A-Za-z0-9._-], starting and ending with a letter or digit",
+			bm_req_error(e, field, "invalid label value \"%.*s\": expected at "
+				     "most %d of [A-Za-z0-9._-], starting and ending with a letter "
+				     "or digit",
 				     bm_req_quote_len(s, BM_REQ_QUOTE_MAX), s, BM_K8S_LABEL_MAX);
 		else if (s && json_object_set_new(r->labels, key, json_string(s)))
 			e->oom = true;
@@ -208,8 +213,8 @@ static void pair(struct bm_req_errs *e, json_t *sb, const char *what, uint64_t *
 	snprintf(lk, sizeof(lk), "%s_limit", what);
 	if (!json_object_get(sb, rk) && !json_object_get(sb, lk)) {
 		snprintf(lk, sizeof(lk), "sandbox.%s_limit", what);
-		bm_req_error(e, lk, "required (or sandbox.%s_request): a pod's %s request and limit",
-			     what, what);
+		bm_req_error(e, lk, "required (or sandbox.%s_request): a pod's %s request "
+			     "and limit", what, what);
 	}
 	if (!*req)
 		*req = *lim;
@@ -244,7 +249,8 @@ static void check_sandbox(struct bm_req_errs *e, json_t *sb, struct bm_sandbox *
 		v = json_object_get(sb, flags[i]);
 		snprintf(field, sizeof(field), "sandbox.%s", flags[i]);
 		if (json_is_false(v))
-			bm_req_error(e, field, "must be true or left out: a pod is always hardened");
+			bm_req_error(e, field, "must be true or left out: a pod is always "
+				     "hardened");
 	}
 	s->read_only_root_fs = s->run_as_non_root = s->drop_all_capabilities = true;
 	if (!s->max_ephemeral_storage)

@@ -30,7 +30,7 @@ enum bm_runtime { BM_RT_UNKNOWN, BM_RT_CONTAINERD, BM_RT_CRIO, BM_RT_DOCKER };
 struct bm_pod_cgroup {
 	enum bm_cg_driver driver;
 	enum bm_pod_qos qos;
-	enum bm_runtime runtime;	/* unknown: cgroupfs names containerd's and docker's alike */
+	enum bm_runtime runtime;	/* unknown: cgroupfs names containerd's, docker's alike */
 	char pod_uid[BM_POD_UID_MAX + 1];	/* with dashes, as the API writes metadata.uid */
 	char container_id[BM_CONTAINER_ID_LEN + 1];
 	char pod_dir[PATH_MAX];		/* the path up to and including the pod's level */

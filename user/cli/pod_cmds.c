@@ -34,7 +34,8 @@ static FILE *open_input(const char *cmd, const char *path)
 		return stdin;
 	f = fopen(path, "r");
 	if (!f)
-		bm_err("cannot read %s: %s (see 'burstmeter %s --help')", path, strerror(errno), cmd);
+		bm_err("cannot read %s: %s (see 'burstmeter %s --help')", path, strerror(errno),
+		       cmd);
 	return f;
 }
 
@@ -114,7 +115,8 @@ static int add_cidr(struct podspec_args *a, const char *s)
 		return BM_EXIT_USAGE;
 	}
 	if (err)
-		return usage_error("podspec", "invalid --cluster-cidr (expected e.g. 10.96.0.0/12)");
+		return usage_error("podspec",
+				   "invalid --cluster-cidr (expected e.g. 10.96.0.0/12)");
 	a->cidrs[a->o.n_cluster_cidrs++] = c;
 	return 0;
 }
@@ -125,8 +127,9 @@ static bool valid_socket(const char *s)
 	const char *slash = strrchr(s, '/');
 	size_t n = strlen(s);
 
-	return s[0] == '/' && n < PATH_MAX && slash && slash != s && slash[1] && !strstr(s, "//") &&
-	       !strstr(s, "/../") && !strstr(s, "/./") && strcmp(slash, "/..") && strcmp(slash, "/.");
+	return s[0] == '/' && n < PATH_MAX && slash && slash != s && slash[1] &&
+	       !strstr(s, "//") && !strstr(s, "/../") && !strstr(s, "/./") &&
+	       strcmp(slash, "/..") && strcmp(slash, "/.");
 }
 
 static int podspec_args(int argc, char **argv, struct podspec_args *a)
@@ -135,7 +138,8 @@ static int podspec_args(int argc, char **argv, struct podspec_args *a)
 		{ "json", no_argument, NULL, 'j' }, { "namespace", required_argument, NULL, 'n' },
 		{ "cluster-cidr", required_argument, NULL, 'c' },
 		{ "agent-socket", required_argument, NULL, 's' },
-		{ "socket-group", required_argument, NULL, 'g' }, { "help", no_argument, NULL, 'h' },
+		{ "socket-group", required_argument, NULL, 'g' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t gid;
@@ -165,13 +169,15 @@ static int podspec_args(int argc, char **argv, struct podspec_args *a)
 		} else if (c == 's' && valid_socket(optarg)) {
 			a->o.agent_socket = optarg;
 		} else if (c == 's') {
-			return usage_error("podspec", "invalid --agent-socket (expected an absolute "
-					   "path of a socket below a directory other than /)");
+			return usage_error("podspec", "invalid --agent-socket (expected an "
+					   "absolute path of a socket below a directory other "
+					   "than /)");
 		} else if (c == 'g' && !bm_parse_u64(optarg, 0, 4294967294ULL, &gid)) {
 			a->o.socket_gid = (long long)gid;
 		} else {
-			return usage_error("podspec", c == 'g' ? "invalid --socket-group (expected a "
-					   "group id 0..4294967294)" : "unknown or incomplete option");
+			return usage_error("podspec", c == 'g' ?
+					   "invalid --socket-group (expected a group id "
+					   "0..4294967294)" : "unknown or incomplete option");
 		}
 	}
 	if (optind + 1 < argc)
