@@ -282,6 +282,13 @@ static void test_podspec_bad_options(void **state)
 		{ "--agent-socket", "/api.sock" }, { "--agent-socket", "run/api.sock" },
 		{ "--agent-socket", "/run/../etc/api.sock" }, { "--agent-socket", "/run/bm/" },
 		{ "--agent-socket", "/run//api.sock" }, { "--agent-socket", "/run/bm/.." },
+		/* a directory holding other daemons' sockets would be mounted into every pod */
+		{ "--agent-socket", "/run/api.sock" }, { "--agent-socket", "/tmp/api.sock" },
+		{ "--agent-socket", "/var/run/api.sock" },
+		{ "--agent-socket", "/run/containerd/api.sock" },
+		{ "--agent-socket", "/var/lib/kubelet/api.sock" },
+		{ "--agent-socket", "/proc/self/api.sock" },
+		{ "--agent-socket", "/etc/bm/api.sock" },
 		{ "--socket-group", "-1" }, { "--socket-group", "4294967295" },
 		{ "--socket-group", "12x" }, { "--bogus", "x" },
 	};
@@ -294,6 +301,12 @@ static void test_podspec_bad_options(void **state)
 			fail_msg("%s %s: expected one line and 125, got '%s'", bad[i][0], bad[i][1],
 				 err_buf);
 	}
+	/* a directory of its own, at any depth */
+	assert_int_equal(RUN("--agent-socket", "/run/bm/agent.sock", "/dev/null"), 125);
+	assert_string_equal(err_buf, "burstmeter: invalid request: empty request body\n");
+	assert_int_equal(RUN("--agent-socket", "/var/lib/burstmeter/sock/api.sock", "/dev/null"),
+			 125);
+	assert_string_equal(err_buf, "burstmeter: invalid request: empty request body\n");
 	/* host bits: the network it meant is suggested */
 	assert_int_equal(RUN("--cluster-cidr", "10.96.0.1/12", "/dev/null"), 125);
 	assert_non_null(strstr(err_buf, "did you mean '10.96.0.0/12'"));

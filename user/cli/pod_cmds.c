@@ -80,8 +80,9 @@ static const char podspec_usage[] =
 "  --json               a v1 List in JSON instead of YAML documents\n"
 "  --namespace NS       metadata.namespace of both (default: none; kubectl -n decides)\n"
 "  --cluster-cidr CIDR  egress_restricted may reach it, besides DNS (repeatable)\n"
-"  --agent-socket PATH  the node agent's socket on the node; its directory is\n"
-"                       mounted into the pod (default " BM_AGENT_SOCKET ")\n"
+"  --agent-socket PATH  the node agent's socket on the node; its directory (which\n"
+"                       must hold nothing else) is mounted into the pod\n"
+"                       (default " BM_AGENT_SOCKET ")\n"
 "  --socket-group GID   a supplemental group of the pod, to reach that socket\n"
 "  -h, --help           this help\n"
 "\n"
@@ -121,15 +122,34 @@ static int add_cidr(struct podspec_args *a, const char *s)
 	return 0;
 }
 
-/* The socket's directory is mounted from the host: never "/", never a climb out. */
+/*
+ * The socket's directory is mounted from the host into every run's pod, and
+ * a read-only mount does not stop connect(): it must hold nothing but the
+ * agent's socket. So never "/" or a top-level directory, never a climb out,
+ * and never a directory where the node keeps other daemons' sockets.
+ */
 static bool valid_socket(const char *s)
 {
+	static const char *const shared[] = {
+		"/var/run", "/run/containerd", "/var/run/containerd", "/run/crio", "/var/run/crio",
+		"/run/docker", "/var/run/docker", "/run/systemd", "/run/user", "/run/dbus",
+		"/var/lib", "/var/lib/kubelet", "/var/tmp", "/run/k3s", "/run/cri-dockerd",
+	};
 	const char *slash = strrchr(s, '/');
-	size_t n = strlen(s);
+	size_t n = strlen(s), d, i;
 
-	return s[0] == '/' && n < PATH_MAX && slash && slash != s && slash[1] &&
-	       !strstr(s, "//") && !strstr(s, "/../") && !strstr(s, "/./") &&
-	       strcmp(slash, "/..") && strcmp(slash, "/.");
+	if (s[0] != '/' || n >= PATH_MAX || !slash || !slash[1] || strstr(s, "//") ||
+	    strstr(s, "/../") || strstr(s, "/./") || !strcmp(slash, "/..") || !strcmp(slash, "/."))
+		return false;
+	d = (size_t)(slash - s);
+	if (!memchr(s + 1, '/', d ? d - 1 : 0))
+		return false;	/* "/x.sock" or "/run/x.sock": "/" or a top-level directory */
+	for (i = 0; i < BM_ARRAY_SIZE(shared); i++)
+		if (strlen(shared[i]) == d && !strncmp(s, shared[i], d))
+			return false;
+	/* nor anything below the kernel's and the system's own trees */
+	return strncmp(s, "/proc/", 6) && strncmp(s, "/sys/", 5) && strncmp(s, "/dev/", 5) &&
+	       strncmp(s, "/etc/", 5);
 }
 
 static int podspec_args(int argc, char **argv, struct podspec_args *a)
@@ -170,8 +190,8 @@ static int podspec_args(int argc, char **argv, struct podspec_args *a)
 			a->o.agent_socket = optarg;
 		} else if (c == 's') {
 			return usage_error("podspec", "invalid --agent-socket (expected an "
-					   "absolute path of a socket below a directory other "
-					   "than /)");
+					   "absolute path in a directory of its own, not / or a "
+					   "top-level one, nor one of other daemons' sockets)");
 		} else if (c == 'g' && !bm_parse_u64(optarg, 0, 4294967294ULL, &gid)) {
 			a->o.socket_gid = (long long)gid;
 		} else {
