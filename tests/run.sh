@@ -1,16 +1,17 @@
 #!/bin/sh
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # Run the test suites and say how many tests passed in each.
-# Usage: tests/run.sh BUILD_DIR [unit|san|integration|vm]...  (default: all four)
+# Usage: tests/run.sh BUILD_DIR [unit|san|podspec|integration|vm]...  (default: all five)
 #
 # Unit tests need nothing. Integration tests need root and BTF: outside CI
 # they are skipped (exit 77) when either is missing; under CI=true a skip is
-# a failure. The VM suite boots Debian's 6.1 kernel under qemu.
+# a failure. The VM suite boots Debian's 6.1 kernel under qemu. podspec checks
+# `burstmeter podspec`'s manifests against the Kubernetes schema (npm, into BUILD_DIR/npm).
 set -u
 
-O=${1:?usage: tests/run.sh BUILD_DIR [unit|san|integration|vm]...}
+O=${1:?usage: tests/run.sh BUILD_DIR [unit|san|podspec|integration|vm]...}
 shift
-suites=${*:-unit san integration vm}
+suites=${*:-unit san podspec integration vm}
 failed=0
 summary=""
 
@@ -46,10 +47,31 @@ run_dir() {
 	[ "$fail" = 0 ] || failed=1
 }
 
+# run_tap LABEL CMD...: one script's TAP output counted; its exit 77 is a skip
+run_tap() {
+	label=$1
+	shift
+	out=$("$@" 2>&1)
+	rc=$?
+	printf '%s\n' "$out" | sed "s|^|  [$label] |"
+	pass=$(printf '%s\n' "$out" | grep -c '^ok ')
+	fail=$(printf '%s\n' "$out" | grep -c '^not ok ')
+	skip=0
+	[ "$rc" = 77 ] && skip=1
+	if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ "$fail" = 0 ]; then
+		echo "  [$label] $1 exited $rc" >&2
+		fail=1
+	fi
+	summary="$summary
+  $label: $pass passed, $fail failed, $skip skipped"
+	[ "$fail" = 0 ] || failed=1
+}
+
 for s in $suites; do
 	case "$s" in
 	unit) run_dir unit "$O/tests/unit" ;;
 	san) run_dir san "$O/san/tests/unit" ;;
+	podspec) run_tap podspec tests/k8s/podspec-schema.sh "$O" ;;
 	integration) run_dir integration "$O/tests/integration" tools/as-root.sh ;;
 	vm)
 		if tools/as-root.sh tests/vm/run-suite.sh "$O"; then

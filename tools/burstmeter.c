@@ -7,6 +7,7 @@
 #include "agent/spawner.h"
 #include "base/common.h"
 #include "cli/agent_cmds.h"
+#include "cli/pod_cmds.h"
 #include "cli/run.h"
 #include "views/hist.h"
 #include "views/top.h"
@@ -41,6 +42,8 @@ static const struct cmd cmds[] = {
 	{ "cancel", bm_cmd_cancel, "cancel an effect (through the agent)" },
 	{ "top", bm_cmd_top, "live view of the running effects: last window and peak of each" },
 	{ "hist", bm_cmd_hist, "an effect's per-window histograms, like runqlat" },
+	{ "podspec", bm_cmd_podspec, "an agent run's Pod and NetworkPolicy, from its request" },
+	{ "podstate", bm_cmd_podstate, "an agent run's state, from its pod objects (kubectl -w)" },
 	{ "help", cmd_help, "this help" },
 };
 

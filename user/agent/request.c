@@ -272,39 +272,9 @@ static void parse_root(struct bm_req_errs *e, json_t *root, struct bm_request *r
 	bm_sandbox_parse(e, json_object_get(root, "sandbox"), &r->sandbox);
 }
 
-/* The body as a JSON object, or NULL with the one error that explains why not. */
-static json_t *load_body(struct bm_req_errs *e, const char *body, size_t len)
-{
-	json_error_t jerr;
-	json_t *root;
-
-	if (!body || !len) {
-		bm_req_error(e, "", "empty request body");
-		return NULL;
-	}
-	if (len > BM_REQ_MAX_BODY) {
-		bm_req_error(e, "", "request body of %zu bytes is over the %d-byte limit", len,
-			     BM_REQ_MAX_BODY);
-		return NULL;
-	}
-	root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
-	if (!root) {
-		bm_req_error(e, "", "invalid JSON: %s at line %d, column %d", jerr.text,
-			     jerr.line, jerr.column);
-		return NULL;
-	}
-	if (!json_is_object(root)) {
-		bm_req_error(e, "", "the request must be a JSON object");
-		json_decref(root);
-		return NULL;
-	}
-	return root;
-}
-
 int bm_request_parse(const char *body, size_t len, struct bm_request *out, json_t **errs)
 {
 	struct bm_req_errs e = { .arr = json_array() };
-	unsigned int n;
 	json_t *root;
 	int err;
 
@@ -313,22 +283,13 @@ int bm_request_parse(const char *body, size_t len, struct bm_request *out, json_
 	memset(out, 0, sizeof(*out));
 	if (!e.arr)
 		return -ENOMEM;
-	root = load_body(&e, body, len);
+	root = bm_req_load(&e, body, len, BM_REQ_MAX_BODY);
 	if (root)
 		parse_root(&e, root, out);
 	json_decref(root);
-	if (e.n > BM_REQ_MAX_ERRORS) {
-		n = e.n - BM_REQ_MAX_ERRORS;
-		e.n = BM_REQ_MAX_ERRORS - 1;	/* let this one summary through */
-		bm_req_error(&e, "", "%u more errors not listed", n);
-	}
-	err = e.oom ? -ENOMEM : e.n ? -EINVAL : 0;
+	err = bm_req_done(&e, errs);
 	if (err)
 		bm_request_free(out);
-	if (err == -EINVAL && errs)
-		*errs = e.arr;
-	else
-		json_decref(e.arr);
 	return err;
 }
 

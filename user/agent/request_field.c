@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,4 +82,64 @@ void bm_req_unknown_keys(struct bm_req_errs *e, const char *prefix, json_t *obj,
 	}
 }
 
-/* An optional integer member in [min, max]; def when absent or bad. */
+long long bm_req_int(struct bm_req_errs *e, json_t *obj, const char *key, long long min,
+		     long long max, long long def)
+{
+	json_t *v = json_object_get(obj, key);
+	long long n;
+
+	if (!v)
+		return def;
+	n = json_integer_value(v);	/* 0 if not an integer */
+	if (!json_is_integer(v) || n < min || n > max) {
+		bm_req_error(e, key, "must be an integer %lld..%lld", min, max);
+		return def;
+	}
+	return n;
+}
+
+json_t *bm_req_load(struct bm_req_errs *e, const char *body, size_t len, size_t max)
+{
+	json_error_t jerr;
+	json_t *root;
+
+	if (!body || !len) {
+		bm_req_error(e, "", "empty request body");
+		return NULL;
+	}
+	if (len > max) {
+		bm_req_error(e, "", "request body of %zu bytes is over the %zu-byte limit", len, max);
+		return NULL;
+	}
+	root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	if (!root) {
+		bm_req_error(e, "", "invalid JSON: %s at line %d, column %d", jerr.text,
+			     jerr.line, jerr.column);
+		return NULL;
+	}
+	if (!json_is_object(root)) {
+		bm_req_error(e, "", "the request must be a JSON object");
+		json_decref(root);
+		return NULL;
+	}
+	return root;
+}
+
+int bm_req_done(struct bm_req_errs *e, json_t **errs)
+{
+	unsigned int n;
+	int err;
+
+	if (e->n > BM_REQ_MAX_ERRORS) {
+		n = e->n - BM_REQ_MAX_ERRORS;
+		e->n = BM_REQ_MAX_ERRORS - 1;	/* let this one summary through */
+		bm_req_error(e, "", "%u more errors not listed", n);
+	}
+	err = e->oom ? -ENOMEM : e->n ? -EINVAL : 0;
+	if (err == -EINVAL && errs)
+		*errs = e->arr;
+	else
+		json_decref(e->arr);
+	e->arr = NULL;
+	return err;
+}

@@ -29,5 +29,20 @@ const char *bm_req_string(struct bm_req_errs *e, const char *field, json_t *v, s
 /* An error "<prefix><key>: unknown field" for each key of obj not in the NULL-ended known. */
 void bm_req_unknown_keys(struct bm_req_errs *e, const char *prefix, json_t *obj,
 			 const char *const *known);
+/* The optional integer member key of obj in [min, max]; def when absent or bad (recorded). */
+long long bm_req_int(struct bm_req_errs *e, json_t *obj, const char *key, long long min,
+		     long long max, long long def);
+/*
+ * The body as a JSON object (duplicate keys refused, "\u0000" let through for
+ * bm_req_string() to name), or NULL with the one error that says why not:
+ * empty, over max bytes, not JSON, not an object.
+ */
+json_t *bm_req_load(struct bm_req_errs *e, const char *body, size_t len, size_t max);
+/*
+ * End of a parse: past BM_REQ_MAX_ERRORS, one error counting the rest.
+ * Returns 0, -EINVAL (e->arr handed to *errs when errs is not NULL) or
+ * -ENOMEM; e->arr is the caller's no more.
+ */
+int bm_req_done(struct bm_req_errs *e, json_t **errs);
 
 #endif /* BM_REQUEST_FIELD_H */

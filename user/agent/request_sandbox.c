@@ -30,7 +30,7 @@ static const char *const sandbox_keys[] = {
 
 struct quantity {
 	const char *key;
-	int (*parse)(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+	bm_req_parse_fn parse;
 	uint64_t min, max;
 	size_t off;		/* of the uint64_t in struct bm_sandbox */
 	const char *expect;	/* the accepted forms, for messages */
@@ -66,18 +66,13 @@ static int number_text(json_t *v, char *buf, size_t size)
 	return buf[0] == '-' ? -ERANGE : 0;
 }
 
-static void parse_quantity(struct bm_req_errs *e, json_t *sb, const struct quantity *q,
-			   struct bm_sandbox *out)
+void bm_req_quantity(struct bm_req_errs *e, const char *field, json_t *v, bm_req_parse_fn parse,
+		     uint64_t min, uint64_t max, const char *expect, uint64_t *dst)
 {
-	uint64_t *dst = (uint64_t *)((char *)out + q->off);
-	json_t *v = json_object_get(sb, q->key);
-	char field[64], text[400];	/* "%.9f" of DBL_MAX: 319 bytes */
+	char text[400];		/* "%.9f" of DBL_MAX: 319 bytes */
 	const char *s = text;
 	int err;
 
-	if (!v)
-		return;
-	snprintf(field, sizeof(field), "sandbox.%s", q->key);
 	if (json_is_number(v)) {
 		err = number_text(v, text, sizeof(text));
 	} else if (json_is_string(v)) {
@@ -86,17 +81,30 @@ static void parse_quantity(struct bm_req_errs *e, json_t *sb, const struct quant
 			return;
 		err = 0;
 	} else {
-		bm_req_error(e, field, "must be a number or a string: %s", q->expect);
+		bm_req_error(e, field, "must be a number or a string: %s", expect);
 		return;
 	}
 	if (!err)
-		err = q->parse(s, q->min, q->max, dst);
+		err = parse(s, min, max, dst);
 	if (err == -ERANGE)
 		bm_req_error(e, field, "%.*s is out of range: expected %s",
-			     bm_req_quote_len(s, BM_REQ_QUOTE_MAX), s, q->expect);
+			     bm_req_quote_len(s, BM_REQ_QUOTE_MAX), s, expect);
 	else if (err)
 		bm_req_error(e, field, "invalid \"%.*s\": expected %s",
-			     bm_req_quote_len(s, BM_REQ_QUOTE_MAX), s, q->expect);
+			     bm_req_quote_len(s, BM_REQ_QUOTE_MAX), s, expect);
+}
+
+static void parse_quantity(struct bm_req_errs *e, json_t *sb, const struct quantity *q,
+			   struct bm_sandbox *out)
+{
+	json_t *v = json_object_get(sb, q->key);
+	char field[64];
+
+	if (!v)
+		return;
+	snprintf(field, sizeof(field), "sandbox.%s", q->key);
+	bm_req_quantity(e, field, v, q->parse, q->min, q->max, q->expect,
+			(uint64_t *)((char *)out + q->off));
 }
 
 /* The canonical form's timeout: integer ns, exclusive with timeout_seconds. */
