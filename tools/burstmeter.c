@@ -7,6 +7,7 @@
 #include "cli/agent_cmds.h"
 #include "base/common.h"
 #include "views/hist.h"
+#include "cli/mcp.h"
 #include "cli/run.h"
 #include "agent/spawner.h"
 #include "views/top.h"
@@ -41,6 +42,7 @@ static const struct cmd cmds[] = {
 	{ "cancel", bm_cmd_cancel, "cancel an effect (through the agent)" },
 	{ "top", bm_cmd_top, "live view of the running effects: last window and peak of each" },
 	{ "hist", bm_cmd_hist, "an effect's per-window histograms, like runqlat" },
+	{ "mcp", bm_cmd_mcp, "a Model Context Protocol server on stdio: metered tool calls" },
 	{ "help", cmd_help, "this help" },
 };
 
