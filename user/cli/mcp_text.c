@@ -241,7 +241,7 @@ static void ceiling(struct line *l, const json_t *o, const char *reason, const c
 	if (!strcmp(reason, "memory_ceiling")) {
 		lim = num(o, "limits", "memory_bytes", num(o, "peak", "memory_bytes", 0));
 		bm_mcp_bytes(lim, a, sizeof(a));
-		more_memory(larger(lim, num(o, "peak", "memory_bytes", 0)), b, sizeof(b));
+		more_memory(lim, b, sizeof(b));
 		add(l, "killed: memory_ceiling at %s after %s; retry with a smaller working set or "
 		    "limits.memory >= %s", a, after, b);
 	} else if (!strcmp(reason, "pids_ceiling")) {
