@@ -3,7 +3,7 @@
 // the real binary ($BM_BIN agent) on a private socket, state directory and bpffs pin
 // directory, a child of the test; stopped, and checked gone, at the end.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 
@@ -35,8 +35,11 @@ export async function startAgent(tag) {
 	const sock = join(dir, 'api.sock');
 	const pins = `/sys/fs/bpf/${tag}-${process.pid}`;
 	const log = join(dir, 'agent.log');
+	const cfg = join(dir, 'agent.yaml');
+	// admission by the node's pressure is not under test: other work on the machine must not queue ours
+	writeFileSync(cfg, 'admit_cpu_pressure: 100\nadmit_mem_available: 0\n');
 	const fd = openSync(log, 'a');
-	const child = spawn(BM_BIN, ['agent', '--socket', sock, '--state-dir', join(dir, 'state'),
+	const child = spawn(BM_BIN, ['agent', '--config', cfg, '--socket', sock, '--state-dir', join(dir, 'state'),
 		'--pin-dir', pins, '--metrics', ''], { stdio: ['ignore', fd, fd] });
 	let exited = null;
 	child.on('exit', (code, sig) => (exited = { code, sig }));

@@ -49,7 +49,8 @@ for s in $suites; do
 	mcp) node --test --test-reporter=tap "$O/harness/test_mcp.mjs" || status=1 ;;
 	python) python3 "$src/tests/harness/test_python_client.py" || status=1 ;;
 	typescript)
-		"$O/npm/node_modules/.bin/tsc" -p "$src/clients/typescript/tsconfig.json" --outDir "$O/ts-client" >&2 &&
+		"$O/npm/node_modules/.bin/tsc" -p "$src/clients/typescript/tsconfig.json" \
+			--typeRoots "$O/npm/node_modules/@types" --outDir "$O/ts-client" >&2 &&
 			cp "$src/clients/typescript/package.json" "$O/ts-client/" &&
 			node --test --test-reporter=tap "$O/harness/test_ts_client.mjs" || status=1
 		;;
