@@ -1,16 +1,17 @@
 #!/bin/sh
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # Run the test suites and say how many tests passed in each.
-# Usage: tests/run.sh BUILD_DIR [unit|san|integration|vm]...  (default: all four)
+# Usage: tests/run.sh BUILD_DIR [unit|san|integration|harness|vm]...  (default: all five)
 #
 # Unit tests need nothing. Integration tests need root and BTF: outside CI
 # they are skipped (exit 77) when either is missing; under CI=true a skip is
-# a failure. The VM suite boots Debian's 6.1 kernel under qemu.
+# a failure. The harness suite (tests/harness/run.sh: burstmeter mcp under the MCP SDKs,
+# the clients, the example) follows the same rule. The VM suite boots Debian's 6.1 kernel.
 set -u
 
 O=${1:?usage: tests/run.sh BUILD_DIR [unit|san|integration|vm]...}
 shift
-suites=${*:-unit san integration vm}
+suites=${*:-unit san integration harness vm}
 failed=0
 summary=""
 
@@ -46,11 +47,25 @@ run_dir() {
 	[ "$fail" = 0 ] || failed=1
 }
 
+# run_harness: tests/harness/run.sh's TAP lines counted like a test binary's
+run_harness() {
+	out=$(tools/as-root.sh tests/harness/run.sh "$O" 2>&1)
+	rc=$?
+	printf '%s\n' "$out" | sed "s|^|  [harness] |"
+	pass=$(printf '%s\n' "$out" | grep -c '^ok ') fail=$(printf '%s\n' "$out" | grep -c '^not ok ') skip=0
+	[ "$rc" = 77 ] && skip=1
+	[ "$rc" != 0 ] && [ "$rc" != 77 ] && [ "$fail" = 0 ] && fail=1
+	summary="$summary
+  harness: $pass passed, $fail failed, $skip skipped"
+	[ "$fail" = 0 ] || failed=1
+}
+
 for s in $suites; do
 	case "$s" in
 	unit) run_dir unit "$O/tests/unit" ;;
 	san) run_dir san "$O/san/tests/unit" ;;
 	integration) run_dir integration "$O/tests/integration" tools/as-root.sh ;;
+	harness) run_harness ;;
 	vm)
 		if tools/as-root.sh tests/vm/run-suite.sh "$O"; then
 			summary="$summary

@@ -59,6 +59,17 @@ void bm_mcp_req_free(struct bm_mcp_req *r)
 	memset(r, 0, sizeof(*r));
 }
 
+static bool said(const struct bm_req_errs *e, const char *field)
+{
+	size_t i;
+	json_t *x;
+
+	json_array_foreach(e->arr, i, x)
+		if (!strcmp(json_string_value(json_object_get(x, "field")) ?: "", field))
+			return true;
+	return false;
+}
+
 /* The agent's errors, renamed for the tool (argv[0] is command's when a command was given). */
 static void merge_errors(struct bm_req_errs *e, json_t *agent_errs, bool shell)
 {
@@ -78,7 +89,9 @@ static void merge_errors(struct bm_req_errs *e, json_t *agent_errs, bool shell)
 		}
 		if (shell && !strncmp(field, "argv", 4))
 			snprintf(field, sizeof(field), "command");
-		bm_req_error(e, field, "%s", msg ? msg : "invalid");
+		/* a field our own checks named already (argv missing) is said once */
+		if (!said(e, field))
+			bm_req_error(e, field, "%s", msg ? msg : "invalid");
 	}
 }
 

@@ -138,7 +138,8 @@ char *bm_mcp_out__text(const struct bm_mcp_out *o, bool *truncated)
 	memcpy(raw, o->buf, o->head);
 	n = o->head;
 	if (*truncated)
-		m = snprintf(mark, sizeof(mark), "\n[... %llu bytes left out ...]\n",
+		m = snprintf(mark, sizeof(mark), "%s[... %llu bytes left out ...]\n",
+			     n && raw[n - 1] != '\n' ? "\n" : "",
 			     (unsigned long long)(o->total - o->head - o->tail_len));
 	memcpy(raw + n, mark, (size_t)m);
 	n += (size_t)m;
