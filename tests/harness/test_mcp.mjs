@@ -134,6 +134,16 @@ for (const era of ['legacy', 'modern']) {
 		assertCleaned(sc);
 	});
 
+	test(`${era}: a deadline, and a command that is not there`, async () => {
+		const r = await call(client, era, 'run_command', { argv: [wl('bm-sleeper'), '10000'], timeout_seconds: 1 });
+		assert.equal(r.structuredContent.reason, 'deadline');
+		assert.ok(r.structuredContent.outcome.wall_seconds < 5, `${r.structuredContent.outcome.wall_seconds}`);
+		assert.match(r.content[0].text, /^deadline: stopped at its 1\.00 s timeout; raise timeout_seconds/);
+		const nf = await call(client, era, 'run_command', { argv: ['no-such-command-here'] });
+		assert.equal(nf.structuredContent.exit_code, 127);
+		assert.match(nf.content[0].text, /^failed: exit 127: 'no-such-command-here' was not found; fix the command/);
+	});
+
 	test(`${era}: a call cancelled mid-run by the client (notifications/cancelled)`, async () => {
 		const id = uid('abort');
 		const ac = new AbortController();

@@ -48,7 +48,7 @@ static void expect_summary(json_t *o, const json_t *expect, const char *want)
 
 static void test_mcp_summary_reasons(void **state)
 {
-	json_t *lim;
+	json_t *lim, *o;
 
 	(void)state;
 	expect_summary(outcome("completed", "process", 1.234, json_pack("{s:i, s:n}", "code", 0, "signal"),
@@ -67,10 +67,14 @@ static void test_mcp_summary_reasons(void **state)
 		       "killed: pids_ceiling at 8 tasks after 0.42 s; retry with less parallelism (fewer jobs or "
 		       "workers) or limits.pids >= 12; peak cpu 0.50 cores, mem 4.0 MiB, 8 tasks; 1 earlier attach "
 		       "effect hit pids_ceiling in the last 10 min: wait 2 s");
-	expect_summary(outcome("failed", "process", 0.31, json_pack("{s:i, s:n}", "code", 127, "signal"), no_limits(),
-			       1 * MIB, 1, "'nosuch' was not found; fix the command"), NULL,
-		       "failed: exit 127 after 0.31 s; peak cpu 0.50 cores, mem 1.0 MiB, 1 tasks; 'nosuch' was not "
-		       "found; fix the command");
+	o = outcome("failed", "process", 0.31, json_pack("{s:i, s:n}", "code", 127, "signal"), no_limits(), 1 * MIB, 1,
+		    "'' was not found; fix the command");
+	json_object_set_new(o, "command", json_pack("[s]", "nosuch"));
+	expect_summary(o, NULL, "failed: exit 127: 'nosuch' was not found; fix the command; peak cpu 0.50 cores, "
+		       "mem 1.0 MiB, 1 tasks");
+	expect_summary(outcome("failed", "process", 0.31, json_pack("{s:i, s:n}", "code", 2, "signal"), no_limits(),
+			       1 * MIB, 1, ""), NULL,
+		       "failed: exit 2 after 0.31 s; peak cpu 0.50 cores, mem 1.0 MiB, 1 tasks");
 	expect_summary(outcome("signaled", "signal", 0.5, json_pack("{s:n, s:i}", "code", "signal", 11), no_limits(),
 			       2 * MIB, 1, ""), NULL,
 		       "signaled: killed by SIGSEGV after 0.50 s; peak cpu 0.50 cores, mem 2.0 MiB, 1 tasks");

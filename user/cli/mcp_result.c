@@ -14,6 +14,22 @@ json_t *bm_mcp_outcome_brief(const json_t *outcome)
 	return o;
 }
 
+/* An attached effect's outcome names no command (the agent never saw its argv): ours. */
+static json_t *with_command(const json_t *outcome, char *const *argv)
+{
+	json_t *o = bm_mcp_outcome_brief(outcome), *cmd = json_array();
+	size_t i;
+
+	if (json_array_size(json_object_get(o, "command"))) {
+		json_decref(cmd);
+		return o;
+	}
+	for (i = 0; argv && argv[i]; i++)
+		json_array_append_new(cmd, json_string(argv[i]));
+	json_object_set_new(o, "command", cmd);
+	return o;
+}
+
 json_t *bm_mcp_result_text(const char *text, bool is_error)
 {
 	return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", text, "isError", is_error);
@@ -65,9 +81,9 @@ json_t *bm_mcp_result_ran(const struct bm_mcp_req *req, const char *via, const c
 	const json_t *ex = json_object_get(outcome, "exit");
 	char summary[1024], *o_text, *e_text;
 	bool o_cut = false, e_cut = false;
-	json_t *sc, *r;
+	json_t *sc, *r, *brief = with_command(outcome, req->argv);
 
-	bm_mcp_summary(outcome, req->expect, summary, sizeof(summary));
+	bm_mcp_summary(brief, req->expect, summary, sizeof(summary));
 	o_text = bm_mcp_out__text(out, &o_cut);
 	e_text = bm_mcp_out__text(err, &e_cut);
 	sc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:O, s:O, s:s, s:s, s:I, s:I, s:b, s:o}", "effect_id",
@@ -77,7 +93,7 @@ json_t *bm_mcp_result_ran(const struct bm_mcp_req *req, const char *via, const c
 		       "retry", json_object_get(outcome, "retry") ? json_object_get(outcome, "retry") : json_null(),
 		       "stdout", o_text ? o_text : "", "stderr", e_text ? e_text : "",
 		       "stdout_bytes", (json_int_t)out->total, "stderr_bytes", (json_int_t)err->total,
-		       "truncated", o_cut || e_cut, "outcome", bm_mcp_outcome_brief(outcome));
+		       "truncated", o_cut || e_cut, "outcome", brief);
 	if (sc && req->expect)
 		json_object_set_new(sc, "expectations", bm_mcp_expect_report(outcome, req->expect));
 	r = sc ? finish(sc, summary, !reason || strcmp(reason, "completed"), o_text ? o_text : "",

@@ -300,6 +300,12 @@ void bm_mcp_summary(const json_t *o, const json_t *expect, char *buf, size_t len
 	secs(wall, after, sizeof(after));
 	if (!strcmp(reason, "completed")) {
 		add(&l, "completed in %s (exit 0)", after);
+	} else if (!strcmp(reason, "failed") && (code == 126 || code == 127)) {
+		/* said here, not from the advice: an attached effect's outcome has no command of its own */
+		add(&l, "failed: exit %.0f: '%s' %s; fix the command", code,
+		    json_string_value(json_array_get(json_object_get(o, "command"), 0)) ?: "",
+		    code == 127 ? "was not found" : "is not executable");
+		advice = "";
 	} else if (!strcmp(reason, "failed")) {
 		add(&l, "failed: exit %.0f after %s", code, after);
 	} else if (!strcmp(reason, "signaled")) {
