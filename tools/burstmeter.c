@@ -7,6 +7,7 @@
 #include "agent/spawner.h"
 #include "base/common.h"
 #include "cli/agent_cmds.h"
+#include "cli/mcp.h"
 #include "cli/pod_cmds.h"
 #include "cli/run.h"
 #include "views/hist.h"
@@ -44,6 +45,7 @@ static const struct cmd cmds[] = {
 	{ "hist", bm_cmd_hist, "an effect's per-window histograms, like runqlat" },
 	{ "podspec", bm_cmd_podspec, "an agent run's Pod and NetworkPolicy, from its request" },
 	{ "podstate", bm_cmd_podstate, "an agent run's state, from its pod objects (kubectl -w)" },
+	{ "mcp", bm_cmd_mcp, "a Model Context Protocol server on stdio: metered tool calls" },
 	{ "help", cmd_help, "this help" },
 };
 

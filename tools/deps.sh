@@ -1,12 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # Install the Debian 12 packages burstmeter needs, if any is missing.
-# Usage: tools/deps.sh [build|test|bench]...   (default: build test)
+# Usage: tools/deps.sh [build|test|bench|node]...   (default: build test)
 set -eu
 
 build="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libjansson-dev libcyaml-dev libyaml-dev libsqlite3-dev libmicrohttpd-dev libncurses-dev"
 test="libcmocka-dev libclang-rt-14-dev qemu-system-x86 busybox-static cpio iproute2 libxml2-utils librsvg2-bin python3-prometheus-client tmux prometheus"
 bench="libbpf-tools bubblewrap stress-ng linux-perf util-linux"
+# the harness tests' (tests/harness/run.sh asks for it only where node or npm is missing)
+node="nodejs npm"
 
 want=""
 for set in ${@:-build test}; do
@@ -14,7 +16,8 @@ for set in ${@:-build test}; do
 	build) want="$want $build" ;;
 	test) want="$want $test" ;;
 	bench) want="$want $build $bench" ;;
-	*) echo "burstmeter: unknown package set '$set' (build, test, bench)" >&2; exit 2 ;;
+	node) want="$want $node" ;;
+	*) echo "burstmeter: unknown package set '$set' (build, test, bench, node)" >&2; exit 2 ;;
 	esac
 done
 

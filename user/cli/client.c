@@ -71,10 +71,10 @@ static int send_request(int fd, const char *method, const char *path, const char
 	return err;
 }
 
-/* Read more into b; 0 at EOF, >0 bytes read, -errno (-ETIMEDOUT). */
-static ssize_t read_more(int fd, struct rbuf *b, int timeout_ms)
+/* Read more into b; 0 at EOF, >0 bytes read, -errno (-ETIMEDOUT; -ECANCELED once stop_fd is readable). */
+static ssize_t read_more(int fd, struct rbuf *b, int timeout_ms, int stop_fd)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct pollfd pfd[2] = { { .fd = fd, .events = POLLIN }, { .fd = stop_fd, .events = POLLIN } };
 	ssize_t n;
 
 	if (b->cap - b->len < 65536) {
@@ -86,8 +86,11 @@ static ssize_t read_more(int fd, struct rbuf *b, int timeout_ms)
 		b->p = p;
 		b->cap = cap;
 	}
-	if (poll(&pfd, 1, timeout_ms) == 0)
+	n = poll(pfd, stop_fd >= 0 ? 2 : 1, timeout_ms);
+	if (n == 0)
 		return -ETIMEDOUT;
+	if (n > 0 && (pfd[1].revents & POLLIN))
+		return -ECANCELED;
 	n = read(fd, b->p + b->len, b->cap - b->len - 1);
 	if (n < 0)
 		return errno == EINTR ? 1 : -errno;
@@ -95,6 +98,9 @@ static ssize_t read_more(int fd, struct rbuf *b, int timeout_ms)
 	b->p[b->len] = '\0';
 	return n;
 }
+
+static int call_raw(const char *socket_path, const char *method, const char *path, const char *body,
+		    size_t len, json_t **out, int timeout_ms, unsigned int *retry_after_s);
 
 /* Undo chunked transfer coding in place; returns the decoded length. */
 static size_t dechunk(char *p, size_t len)
@@ -120,8 +126,15 @@ static size_t dechunk(char *p, size_t len)
 int bm_client_call(const char *socket_path, const char *method, const char *path, const json_t *body,
 		   json_t **out, int timeout_ms)
 {
+	return bm_client_call_retry(socket_path, method, path, body, out, timeout_ms, NULL);
+}
+
+int bm_client_call_retry(const char *socket_path, const char *method, const char *path, const json_t *body,
+			 json_t **out, int timeout_ms, unsigned int *retry_after_s)
+{
 	char *text = body ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-	int st = bm_client_call_raw(socket_path, method, path, text, text ? strlen(text) : 0, out, timeout_ms);
+	int st = call_raw(socket_path, method, path, text, text ? strlen(text) : 0, out, timeout_ms,
+			  retry_after_s);
 
 	free(text);
 	return st;
@@ -130,17 +143,25 @@ int bm_client_call(const char *socket_path, const char *method, const char *path
 int bm_client_call_raw(const char *socket_path, const char *method, const char *path, const char *body,
 		       size_t len, json_t **out, int timeout_ms)
 {
+	return call_raw(socket_path, method, path, body, len, out, timeout_ms, NULL);
+}
+
+static int call_raw(const char *socket_path, const char *method, const char *path, const char *body,
+		    size_t len, json_t **out, int timeout_ms, unsigned int *retry_after_s)
+{
 	struct rbuf b = { 0 };
 	int fd, status = -EPROTO;
-	char *hdr_end, *content;
+	char *hdr_end, *content, *ra;
 	ssize_t n;
 
 	*out = NULL;
+	if (retry_after_s)
+		*retry_after_s = 0;
 	fd = connect_to(socket_path);
 	if (fd < 0)
 		return fd;
 	n = send_request(fd, method, path, body, len);
-	while (!n && (n = read_more(fd, &b, timeout_ms)) > 0)
+	while (!n && (n = read_more(fd, &b, timeout_ms, -1)) > 0)
 		;
 	close(fd);
 	if (n < 0) {
@@ -152,6 +173,9 @@ int bm_client_call_raw(const char *socket_path, const char *method, const char *
 		*hdr_end = '\0';
 		if (strcasestr(b.p, "Transfer-Encoding: chunked"))
 			dechunk(content, strlen(content));
+		ra = strcasestr(b.p, "\r\nRetry-After:");
+		if (ra && retry_after_s)
+			*retry_after_s = (unsigned int)strtoul(ra + 14, NULL, 10);
 		*out = json_loads(content, 0, NULL);
 	}
 	free(b.p);
@@ -214,6 +238,12 @@ static int take_lines(struct rbuf *dec, int (*fn)(json_t *line, void *ctx), void
 
 int bm_client_stream(const char *socket_path, const char *path, int (*fn)(json_t *line, void *ctx), void *ctx)
 {
+	return bm_client_follow(socket_path, path, -1, fn, ctx);
+}
+
+int bm_client_follow(const char *socket_path, const char *path, int stop_fd, int (*fn)(json_t *line, void *ctx),
+		     void *ctx)
+{
 	struct rbuf raw = { 0 }, dec = { 0 };
 	size_t off = 0;
 	int fd, status = -EPROTO, stop = 0;
@@ -225,7 +255,7 @@ int bm_client_stream(const char *socket_path, const char *path, int (*fn)(json_t
 	if (fd < 0)
 		return fd;
 	n = send_request(fd, "GET", path, NULL, 0);
-	while (n >= 0 && !stop && more && (n = read_more(fd, &raw, -1)) > 0) {
+	while (n >= 0 && !stop && more && (n = read_more(fd, &raw, -1, stop_fd)) > 0) {
 		if (!head) {
 			hdr_end = strstr(raw.p, "\r\n\r\n");
 			if (!hdr_end)

@@ -18,6 +18,10 @@
 int bm_client_call(const char *socket_path, const char *method, const char *path, const json_t *body,
 		   json_t **out, int timeout_ms);
 
+/* The same, and a 429's or 503's Retry-After (seconds, 0 if none) in *retry_after_s (may be NULL). */
+int bm_client_call_retry(const char *socket_path, const char *method, const char *path, const json_t *body,
+			 json_t **out, int timeout_ms, unsigned int *retry_after_s);
+
 /* The same with a raw body of len bytes (tests send what a client should not). */
 int bm_client_call_raw(const char *socket_path, const char *method, const char *path, const char *body,
 		       size_t len, json_t **out, int timeout_ms);
@@ -27,6 +31,9 @@ int bm_client_call_raw(const char *socket_path, const char *method, const char *
  * it returns non-zero or the stream ends. Returns the HTTP status or -errno.
  */
 int bm_client_stream(const char *socket_path, const char *path, int (*fn)(json_t *line, void *ctx),
+		     void *ctx);
+/* The same, until stop_fd (-1 for none) is readable: then -ECANCELED. */
+int bm_client_follow(const char *socket_path, const char *path, int stop_fd, int (*fn)(json_t *line, void *ctx),
 		     void *ctx);
 
 #endif /* BM_CLIENT_H */

@@ -524,6 +524,10 @@ static void classify(struct bm_sup *s)
 		/* the memory controller's OOM killer got there first */
 		s->out.reason = BM_REASON_MEMORY_CEILING;
 		s->out.by = "kernel";
+	} else if (refused && s->out.reason == BM_REASON_FAILED) {
+		/* the pids controller refused a fork and the command gave up before the ladder looked */
+		s->out.reason = BM_REASON_PIDS_CEILING;
+		s->out.by = "kernel";
 	}
 }
 
