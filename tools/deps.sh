@@ -1,12 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # Install the Debian 12 packages burstmeter needs, if any is missing.
-# Usage: tools/deps.sh [build|test|bench]...   (default: build test)
+# Usage: tools/deps.sh [build|test|bench|deploy]...   (default: build test)
 set -eu
 
 build="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libjansson-dev libcyaml-dev libyaml-dev libsqlite3-dev libmicrohttpd-dev libncurses-dev"
 test="libcmocka-dev libclang-rt-14-dev qemu-system-x86 busybox-static cpio iproute2 libxml2-utils librsvg2-bin python3-prometheus-client tmux prometheus"
 bench="libbpf-tools bubblewrap stress-ng linux-perf util-linux"
+# make image and tests/deploy: the image (buildah, podman, runc: crun refuses hybrid cgroups), the manifests
+deploy="buildah podman runc jq curl kubectl nodejs"
 
 want=""
 for set in ${@:-build test}; do
@@ -14,7 +16,8 @@ for set in ${@:-build test}; do
 	build) want="$want $build" ;;
 	test) want="$want $test" ;;
 	bench) want="$want $build $bench" ;;
-	*) echo "burstmeter: unknown package set '$set' (build, test, bench)" >&2; exit 2 ;;
+	deploy) want="$want $deploy" ;;
+	*) echo "burstmeter: unknown package set '$set' (build, test, bench, deploy)" >&2; exit 2 ;;
 	esac
 done
 
