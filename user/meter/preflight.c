@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <linux/capability.h>
 #include <linux/magic.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #include "base/cgroup_node.h"
 #include "base/common.h"
+#include "base/mountinfo.h"
 #include "meter/preflight.h"
 
 #define BTF_VMLINUX "/sys/kernel/btf/vmlinux"
@@ -179,10 +181,50 @@ static bool shows_top(const char *mnt, bool v2)
 static const char node_fix[] = "mount the node's /sys/fs/cgroup into the container (a hostPath), "
 			       "or leave cgroup_parent unset";
 
+/*
+ * In a cgroup namespace of our own, the node's (pid 1's, with hostPID), so that the node's
+ * cgroups are ours to put processes in. Returns 1 joined, 0 already there, -errno.
+ */
+static int join_node_cgroupns(void)
+{
+	char self[64] = "", init[64] = "";
+	int fd, err = 0;
+
+	if (readlink("/proc/self/ns/cgroup", self, sizeof(self) - 1) < 0 ||
+	    readlink("/proc/1/ns/cgroup", init, sizeof(init) - 1) < 0)
+		return -errno;
+	if (!strcmp(self, init))
+		return 0;
+	fd = open("/proc/1/ns/cgroup", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWCGROUP) < 0)
+		err = -errno;
+	if (fd >= 0)
+		close(fd);
+	return err ? err : 1;
+}
+
+/* Is cgroup2 at mnt mounted with nsdelegate (a namespace's root is a fence for migration)? */
+static bool nsdelegate(const char *mnt)
+{
+	struct bm_cg_mounts *t = malloc(sizeof(*t));
+	bool on = false;
+	unsigned int k;
+
+	if (t && !bm_cg_mounts_read("/proc/self/mountinfo", t))
+		for (k = 0; k < t->n; k++)
+			if (t->m[k].v2 && !strcmp(t->m[k].mnt, mnt))
+				on = bm_has_word(t->m[k].opts, "nsdelegate");
+	free(t);
+	return on;
+}
+
 int bm_cgroup_node_preflight(const char *parent, struct bm_cgroup_env *env, char *dir,
 			     size_t dir_len, char *why, size_t len)
 {
-	int err = bm_cgroup_env_node("/proc/self/mountinfo", parent, env), i;
+	/* first: the namespace changes how mountinfo shows the cgroup mounts' roots */
+	int joined = join_node_cgroupns(), err, i;
+
+	err = bm_cgroup_env_node("/proc/self/mountinfo", parent, env);
 
 	if (err == -EINVAL) {
 		snprintf(why, len, "invalid cgroup_parent '%s': expected an absolute cgroup path below "
@@ -195,6 +237,14 @@ int bm_cgroup_node_preflight(const char *parent, struct bm_cgroup_env *env, char
 			 err ? "cgroup v2 is mounted here as a subtree only, not the node's root" :
 			 "the cgroup v2 mount here is a namespace's root, not the node's", node_fix);
 		return err ? err : -EXDEV;
+	}
+	/* with nsdelegate, not even root may move a process out of its namespace (ENOENT) */
+	if (joined < 0 && nsdelegate(env->v2_mount)) {
+		snprintf(why, len, "cgroup_parent %s: cannot join the node's cgroup namespace (/proc/1/ns/"
+			 "cgroup: %s), and cgroup2 at %s has nsdelegate, so no process could leave "
+			 "ours: give the agent hostPID and CAP_SYS_ADMIN", parent, strerror(-joined),
+			 env->v2_mount);
+		return joined;
 	}
 	for (i = 0; i < BM_V1__MAX; i++)
 		if (env->v1_mount[i][0] && !shows_top(env->v1_mount[i], false))
