@@ -135,8 +135,10 @@ if [ "$(id -u)" = 0 ] && [ -r /sys/kernel/btf/vmlinux ]; then
 	rc=$?
 	check "a relative cgroup_parent is refused: exit 125, one line ($out)" \
 		test "$rc" = 125 -a "$(echo "$out" | wc -l)" = 1 -a -n "$(echo "$out" | grep "cgroup_parent 'relative/path'")"
+elif [ "${CI:-}" = true ]; then
+	not_ok "burstmeter agent --preflight with the ConfigMap's files needs root and BTF (CI=true: no skip)"
 else
-	not_ok "burstmeter agent --preflight with the ConfigMap's files needs root and BTF"
+	echo "# SKIP burstmeter agent --preflight with the ConfigMap's files: needs root and BTF"
 fi
 
 echo "# test_kubernetes: $((n - failed)) passed, $failed failed"

@@ -116,7 +116,7 @@ int bm_cgroup_hierarchies(const char *mountinfo, const char *self_cgroup, struct
 	return err ? err : n;
 }
 
-/* A new cpuset cgroup starts with no CPUs and no memory nodes: give it its parent's. */
+/* A new v1 cpuset cgroup starts with no CPUs and no memory nodes: give it its parent's. */
 static int cpuset_init(int parent_fd, int fd)
 {
 	static const char *const files[] = { "cpuset.cpus", "cpuset.mems" };
@@ -124,6 +124,9 @@ static int cpuset_init(int parent_fd, int fd)
 	unsigned int i;
 	int n;
 
+	/* v2 (cgroup.controllers): an empty cpuset.cpus there means the parent's */
+	if (!faccessat(fd, "cgroup.controllers", F_OK, 0))
+		return 0;
 	for (i = 0; i < BM_ARRAY_SIZE(files); i++) {
 		n = bm_read_file(fd, files[i], buf, sizeof(buf));
 		if (n < 0)

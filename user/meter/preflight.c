@@ -163,7 +163,11 @@ int bm_cgroup_preflight(struct bm_cgroup_env *env, char *dir, size_t dir_len, ch
 	}
 	if (!err)
 		err = bm_cgroup_env_self_dir(env, dir, dir_len);
-	if (err)
+	if (err == -EINVAL)
+		snprintf(why, len, "failed to find our cgroup v2 directory: the cgroup2 mount at %s does "
+			 "not hold our cgroup (a cgroup namespace of our own?): set cgroup_parent, with the "
+			 "node's /sys/fs/cgroup mounted", env->v2_mount);
+	else if (err)
 		snprintf(why, len, "failed to find our cgroup v2 directory: %s", strerror(-err));
 	return err;
 }
