@@ -7,7 +7,7 @@
 # mid-effect; the effects must go on under their ceilings, on the node's cgroups, with their
 # shims; a second container adopts them and reports outcomes that lost nothing (the meter's
 # CPU agrees with the kernel's cpu.stat, every window is there). Once with the host's cgroup
-# namespace, once with a private one, once not privileged with the DaemonSet's capability set.
+# namespace, once with a private one, once not privileged with the DaemonSet's capabilities.
 # TAP output; exit 77 (skip) only outside CI.
 #
 # Usage: tests/deploy/test_container.sh [BUILD_DIR]   (or $BM_BUILD; default build)
@@ -288,8 +288,9 @@ scenario host host
 scenario private private
 # the DaemonSet's agent: not privileged, the smallest set measured (each one left out fails
 # a check: SYS_ADMIN the meter, SETUID/SETGID run_as_non_root, SETPCAP drop_all_capabilities,
-# NET_ADMIN network_policy, KILL the cancel's SIGTERM); BM_DEPLOY_CAPS tries another
-caps=${BM_DEPLOY_CAPS:-SYS_ADMIN,SETUID,SETGID,SETPCAP,NET_ADMIN,KILL}
+# NET_ADMIN network_policy, KILL the cancel's SIGTERM) and SYS_PTRACE, which joining pid 1's
+# cgroup namespace needs where that is allowed at all (not here); BM_DEPLOY_CAPS tries another
+caps=${BM_DEPLOY_CAPS:-SYS_ADMIN,SETUID,SETGID,SETPCAP,NET_ADMIN,KILL,SYS_PTRACE}
 scenario caps private
 cleanup
 trap - EXIT
