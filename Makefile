@@ -55,7 +55,7 @@ WORKLOADS := $(patsubst tests/workloads/%.c,$(O)/workloads/%,$(WORKLOAD_SRCS))
 .SECONDARY:
 .SECONDEXPANSION:
 .PHONY: all deps run check check-layers check-san check-integ test test-vm bench vmlinux install \
-	clean unit-bins integ-bins
+	clean unit-bins integ-bins image
 
 all: $(BIN) $(SHIM) $(WORKLOADS)
 
@@ -149,6 +149,11 @@ test-vm: all integ-bins
 
 bench: deps all
 	$(Q)tools/as-root.sh bench/run.sh $(O)
+
+# the OCI image (FROM scratch, offline), tagged with the version: deploy/README.md
+image: all
+	$(Q)tools/deps.sh deploy
+	$(Q)tools/image.sh $(O)
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux.h

@@ -41,6 +41,7 @@ static const struct cmd cmds[] = {
 	{ "effects", bm_cmd_effects, "list this tenant's effects (through the agent)" },
 	{ "show", bm_cmd_show, "an effect's state and outcome; --svg draws its timeline" },
 	{ "cancel", bm_cmd_cancel, "cancel an effect (through the agent)" },
+	{ "health", bm_cmd_health, "exit 0 if the agent is healthy, 1 if not (for probes)" },
 	{ "top", bm_cmd_top, "live view of the running effects: last window and peak of each" },
 	{ "hist", bm_cmd_hist, "an effect's per-window histograms, like runqlat" },
 	{ "podspec", bm_cmd_podspec, "an agent run's Pod and NetworkPolicy, from its request" },

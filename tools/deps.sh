@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # Install the Debian 12 packages burstmeter needs, if any is missing.
-# Usage: tools/deps.sh [build|test|bench|node]...   (default: build test)
+# Usage: tools/deps.sh [build|test|bench|node|deploy]...   (default: build test)
 set -eu
 
 build="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libjansson-dev libcyaml-dev libyaml-dev libsqlite3-dev libmicrohttpd-dev libncurses-dev"
@@ -9,6 +9,8 @@ test="libcmocka-dev libclang-rt-14-dev qemu-system-x86 busybox-static cpio iprou
 bench="libbpf-tools bubblewrap stress-ng linux-perf util-linux"
 # the harness tests' (tests/harness/run.sh asks for it only where node or npm is missing)
 node="nodejs npm"
+# make image and tests/deploy: the image (buildah, podman, runc: crun refuses hybrid cgroups), the manifests
+deploy="buildah podman runc jq curl kubectl nodejs"
 
 want=""
 for set in ${@:-build test}; do
@@ -17,7 +19,8 @@ for set in ${@:-build test}; do
 	test) want="$want $test" ;;
 	bench) want="$want $build $bench" ;;
 	node) want="$want $node" ;;
-	*) echo "burstmeter: unknown package set '$set' (build, test, bench, node)" >&2; exit 2 ;;
+	deploy) want="$want $deploy" ;;
+	*) echo "burstmeter: unknown package set '$set' (build, test, bench, node, deploy)" >&2; exit 2 ;;
 	esac
 done
 

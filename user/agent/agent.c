@@ -27,6 +27,7 @@
 #include "agent/export.h"
 #include "agent/finish.h"
 #include "agent/index.h"
+#include "agent/place.h"
 #include "agent/retain.h"
 #include "agent/sample.h"
 #include "agent/shim.h"
@@ -289,7 +290,7 @@ static int setup(struct bm_agent *a)
 
 	ret = bm_meter_preflight(err, sizeof(err));
 	if (!ret)
-		ret = bm_cgroup_preflight(&a->env, a->parent, sizeof(a->parent), err, sizeof(err));
+		ret = ag_place_effects(a, err, sizeof(err));
 	if (ret)
 		return bm_err("%s", err), ret;
 	ret = bm_bpffs_prepare(a->cfg.pin_dir, err, sizeof(err));
@@ -298,9 +299,9 @@ static int setup(struct bm_agent *a)
 	if (ret)
 		bm_info("mounted a BPF filesystem at %s (none was mounted)", BM_BPFFS_ROOT);
 	/* first, while we are small: see spawner.h */
-	a->spawner = bm_spawner__start(shim_exe(exe, sizeof(exe)));
-	if (!a->spawner)
-		bm_warn("no spawner (%s): the agent forks its shims itself", strerror(errno));
+	ret = ag_place_spawner(a, shim_exe(exe, sizeof(exe)));
+	if (ret)
+		return ret;
 	ret = make_dirs(a->cfg.state_dir);
 	if (ret)
 		return bm_err_errno(ret, "failed to create %s", a->cfg.state_dir);
@@ -346,6 +347,40 @@ static int setup(struct bm_agent *a)
 	if (a->spawner)
 		ag_watch(a, bm_spawner__fd(a->spawner), &a->t_spawner, AG_SPAWNER, NULL);
 	return 0;
+}
+
+int bm_agent_preflight(const struct bm_agent_cfg *cfg)
+{
+	struct bm_agent *a = calloc(1, sizeof(*a));
+	char err[512];
+	int ret;
+
+	if (!a)
+		return bm_err("failed to check the node: out of memory"), -ENOMEM;
+	a->cfg = *cfg;
+	ret = bm_meter_preflight(err, sizeof(err));
+	if (!ret)
+		ret = ag_place_effects(a, err, sizeof(err));
+	if (ret)
+		bm_err("%s", err);
+	if (!ret && a->cfg.policy[0]) {
+		struct bm_policy pol;
+
+		ret = bm_policy_load_file(a->cfg.policy, "-", "-", &pol, err, sizeof(err));
+		if (ret)
+			bm_err("invalid policy: %s", ret == -EINVAL ? err : strerror(-ret));
+	}
+	if (!ret) {
+		ret = bm_bpffs_prepare(a->cfg.pin_dir, err, sizeof(err));
+		if (ret < 0)
+			bm_err("%s", err);
+		else
+			bm_info("node ready: BTF, %s cgroups, effects under %s, a BPF filesystem for %s%s",
+				a->env.mode == BM_CG_HYBRID ? "hybrid" : "v2", a->parent, a->cfg.pin_dir,
+				ret ? " (mounted now)" : "");
+	}
+	free(a);
+	return ret < 0 ? ret : 0;
 }
 
 struct bm_agent *bm_agent_new(const struct bm_agent_cfg *cfg)
@@ -430,6 +465,8 @@ void bm_agent_free(struct bm_agent *a)
 		(void)bm_loader__unpin(a->loader);
 	bm_loader__free(a->loader);
 	bm_spawner__free(a->spawner);
+	if (idle)
+		ag_place_release(a);
 	/* its filters stay attached to the effects that outlive us */
 	bm_egress__free(a->egress);
 	bm_store__free(a->store);

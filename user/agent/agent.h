@@ -16,6 +16,13 @@ struct bm_agent;
 /* Check the node, load or adopt the meter, open the store. NULL on failure (logged). */
 struct bm_agent *bm_agent_new(const struct bm_agent_cfg *cfg);
 /*
+ * What the agent needs from the node, checked and made, then nothing more:
+ * BTF and the capability, a BPF filesystem (mounted where none is), the
+ * effects' parent cgroup, the policy file. For an init step that runs before the agent.
+ * Returns 0 or -errno (logged, one line).
+ */
+int bm_agent_preflight(const struct bm_agent_cfg *cfg);
+/*
  * Adopt what an earlier agent left, then run until SIGTERM or SIGINT; the
  * launches under way are answered before it returns. Returns 0 or -errno.
  */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/config.h"
+#include "base/cgroup_node.h"
 #include "base/common.h"
 #include "base/yamldoc.h"
 #include "bm_abi.h"
@@ -45,7 +46,7 @@ struct y_tenant {
 };
 
 struct y_cfg {
-	char *socket, *socket_mode, *state_dir, *pin_dir, *metrics, *policy;
+	char *socket, *socket_mode, *state_dir, *pin_dir, *metrics, *policy, *cgroup_parent;
 	char *window_ms, *max_running, *max_queued, *tenant_max_running;
 	char *admit_cpu_pressure, *admit_mem_available, *max_tools, *max_metric_tenants;
 	char *uid_min, *uid_max, *max_log_bytes, *retention, *retention_effects, *max_conns_per_uid;
@@ -68,6 +69,7 @@ static const cyaml_schema_value_t tenant_schema = {
 
 static const cyaml_schema_field_t cfg_fields[] = {
 	STR(socket), STR(socket_mode), STR(state_dir), STR(pin_dir), STR(metrics), STR(policy),
+	STR(cgroup_parent),
 	STR(window_ms), STR(max_running), STR(max_queued), STR(tenant_max_running),
 	STR(admit_cpu_pressure), STR(admit_mem_available), STR(max_tools), STR(max_metric_tenants),
 	STR(uid_min), STR(uid_max), STR(max_log_bytes), STR(retention), STR(retention_effects),
@@ -162,6 +164,13 @@ static int apply(struct ctx *x, const struct y_cfg *y, struct bm_agent_cfg *c)
 		if (strlen(y->metrics) >= sizeof(c->metrics) || (*y->metrics && !strchr(y->metrics, ':')))
 			err = FAIL(x, "metrics", "invalid metrics '%s': expected HOST:PORT or \"\"", y->metrics);
 		snprintf(c->metrics, sizeof(c->metrics), "%s", y->metrics);
+	}
+	if (!err && y->cgroup_parent) {
+		/* "" keeps the default: effects under the agent's own cgroup */
+		if (*y->cgroup_parent && !bm_cgroup_valid_parent(y->cgroup_parent))
+			err = FAIL(x, "cgroup_parent", "invalid cgroup_parent '%s': expected an absolute cgroup "
+				   "path below the root, e.g. /burstmeter", y->cgroup_parent);
+		snprintf(c->cgroup_parent, sizeof(c->cgroup_parent), "%s", y->cgroup_parent);
 	}
 	err = err ?: uint_field(x, "window_ms", y->window_ms, 1, 1000, &window_ms);
 	err = err ?: uint_field(x, "max_running", y->max_running, 1, 100000, &c->max_running);

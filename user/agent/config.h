@@ -33,6 +33,11 @@ struct bm_agent_cfg {
 	char pin_dir[PATH_MAX];
 	char metrics[128];		/* host:port for /metrics over TCP; "" = off */
 	char policy[PATH_MAX];		/* policy file applied to every effect; "" = embedded */
+	/*
+	 * The effects' parent cgroup, from the node's root (base/cgroup_node.h):
+	 * outside a container's cgroup, so that they outlive it. "" = our own.
+	 */
+	char cgroup_parent[256];
 	uint64_t window_ns;
 	unsigned int max_running;	/* effects running at once on the node */
 	unsigned int max_queued;	/* beyond it: 429 */

@@ -523,15 +523,31 @@ static void __attribute__((noreturn)) serve(int sock, pid_t agent, const char *e
 	}
 }
 
-struct bm_spawner *bm_spawner__start(const char *exe)
+/* In the spawner, before anything: join the cgroups of join_fds; tell the agent how it went. */
+static void join_cgroups(const int *join_fds, int n_join, int report)
+{
+	int i, err = 0;
+
+	for (i = 0; i < n_join && !err; i++)
+		if (write(join_fds[i], "0", 1) < 0)
+			err = errno;
+	for (i = 0; i < n_join; i++)
+		close(join_fds[i]);
+	if (write(report, &err, sizeof(err)) != sizeof(err) || err)
+		_exit(1);
+	close(report);
+}
+
+struct bm_spawner *bm_spawner__start_in(const char *exe, const int *join_fds, int n_join)
 {
 	struct bm_spawner *sp = calloc(1, sizeof(*sp));
 	pid_t agent = getpid();
-	int sv[2], err;
+	int sv[2], pfd[2] = { -1, -1 }, err, joined = 0;
 
 	if (!sp)
 		return NULL;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    (n_join && pipe2(pfd, O_CLOEXEC) < 0)) {
 		err = errno;
 		free(sp);
 		errno = err;
@@ -540,10 +556,28 @@ struct bm_spawner *bm_spawner__start(const char *exe)
 	sp->pid = fork();
 	if (sp->pid == 0) {
 		close(sv[0]);
+		if (n_join) {
+			close(pfd[0]);
+			join_cgroups(join_fds, n_join, pfd[1]);
+		}
 		serve(sv[1], agent, exe);
 	}
 	err = errno;
 	close(sv[1]);
+	if (pfd[1] >= 0)
+		close(pfd[1]);
+	if (sp->pid > 0 && n_join) {
+		/* its shims are forked from where it is: know that before the first one */
+		if (read(pfd[0], &joined, sizeof(joined)) != sizeof(joined))
+			joined = EIO;
+		if (joined) {
+			waitpid(sp->pid, NULL, 0);
+			sp->pid = -1;
+			err = joined;
+		}
+	}
+	if (pfd[0] >= 0)
+		close(pfd[0]);
 	if (sp->pid < 0) {
 		close(sv[0]);
 		free(sp);
@@ -552,6 +586,11 @@ struct bm_spawner *bm_spawner__start(const char *exe)
 	}
 	sp->sock = sv[0];
 	return sp;
+}
+
+struct bm_spawner *bm_spawner__start(const char *exe)
+{
+	return bm_spawner__start_in(exe, NULL, 0);
 }
 
 int bm_spawner__send(struct bm_spawner *sp, uint64_t tag, int cgroup_fd, const int *join_fds, int n_join,

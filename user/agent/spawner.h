@@ -35,6 +35,12 @@ struct bm_spawner;
  * the spawner.
  */
 struct bm_spawner *bm_spawner__start(const char *exe);
+/*
+ * The same, and the spawner first writes "0" into each of join_fds
+ * (cgroup.procs files): it and every shim it forks live in those cgroups,
+ * not in ours. NULL with errno set if a join failed (nothing is left).
+ */
+struct bm_spawner *bm_spawner__start_in(const char *exe, const int *join_fds, int n_join);
 
 #define BM_SHIM_ARGV0 "bm-shim"
 #define BM_SHIM_READY_FD 3

@@ -145,6 +145,7 @@ struct bm_agent {
 	struct bm_egress *egress;	/* network_policy egress_*; NULL: such effects do not start */
 	struct bm_cgroup_env env;
 	char parent[PATH_MAX];
+	bool in_leaf;			/* we moved into parent/BM_CGROUP_LEAF (agent/place.h) */
 	int epfd, sigfd, tick_fd, lock_fd;
 	uint64_t ticks;
 	/*

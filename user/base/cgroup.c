@@ -12,39 +12,9 @@
 
 #include "base/cgroup.h"
 #include "base/common.h"
+#include "base/mountinfo.h"
 
 static const char *const v1_names[BM_V1__MAX] = { "memory", "pids", "cpu" };
-
-/* Undo mountinfo's octal escapes (\040 is a space) in place. */
-static void unescape(char *s)
-{
-	char *d = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 3;
-		} else {
-			*d++ = *s;
-		}
-	}
-	*d = '\0';
-}
-
-/* Is name one of the comma-separated words in list? */
-static bool has_word(const char *list, const char *name)
-{
-	size_t n = strlen(name);
-	const char *p = list;
-
-	while ((p = strstr(p, name))) {
-		if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
-			return true;
-		p += n;
-	}
-	return false;
-}
 
 /* The path of dir inside a mount whose root is mroot: "/a/b" under root "/a" is "/b". */
 static int strip_root(const char *mroot, const char *path, char *out, size_t len)
@@ -62,33 +32,30 @@ static int strip_root(const char *mroot, const char *path, char *out, size_t len
 static int parse_mountinfo(const char *file, struct bm_cgroup_env *env, char v2_root[PATH_MAX],
 			   char v1_root[BM_V1__MAX][PATH_MAX])
 {
-	char line[4096], root[PATH_MAX], mnt[PATH_MAX], fstype[64], opts[1024];
-	FILE *f = fopen(file, "re");
-	int i;
+	struct bm_cg_mounts *t = malloc(sizeof(*t));
+	unsigned int k;
+	int i, err;
 
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char *sep = strstr(line, " - ");
+	if (!t)
+		return -ENOMEM;
+	err = bm_cg_mounts_read(file, t);
+	for (k = 0; !err && k < t->n; k++) {
+		const struct bm_cg_mount *m = &t->m[k];
 
-		if (!sep || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 ||
-		    sscanf(sep + 3, "%63s %*s %1023s", fstype, opts) != 2)
-			continue;
-		unescape(root);
-		unescape(mnt);
-		if (!strcmp(fstype, "cgroup2") && !env->v2_mount[0]) {
-			snprintf(env->v2_mount, sizeof(env->v2_mount), "%s", mnt);
-			snprintf(v2_root, PATH_MAX, "%s", root);
-		} else if (!strcmp(fstype, "cgroup")) {
-			for (i = 0; i < BM_V1__MAX; i++) {
-				if (has_word(opts, v1_names[i]) && !env->v1_mount[i][0]) {
-					snprintf(env->v1_mount[i], PATH_MAX, "%s", mnt);
-					snprintf(v1_root[i], PATH_MAX, "%s", root);
-				}
+		if (m->v2 && !env->v2_mount[0]) {
+			snprintf(env->v2_mount, sizeof(env->v2_mount), "%s", m->mnt);
+			snprintf(v2_root, PATH_MAX, "%s", m->root);
+		}
+		for (i = 0; !m->v2 && i < BM_V1__MAX; i++) {
+			if (bm_has_word(m->opts, v1_names[i]) && !env->v1_mount[i][0]) {
+				snprintf(env->v1_mount[i], PATH_MAX, "%s", m->mnt);
+				snprintf(v1_root[i], PATH_MAX, "%s", m->root);
 			}
 		}
 	}
-	fclose(f);
+	free(t);
+	if (err)
+		return err;
 	return env->v2_mount[0] ? 0 : -ENOENT;
 }
 
@@ -124,7 +91,7 @@ int bm_cgroup_env_detect(const char *mountinfo, const char *self_cgroup, struct 
 			continue;
 		}
 		for (i = 0; i < BM_V1__MAX; i++)
-			if (env->v1_mount[i][0] && has_word(ctrls, v1_names[i]) &&
+			if (env->v1_mount[i][0] && bm_has_word(ctrls, v1_names[i]) &&
 			    strip_root(v1_root[i], path, env->v1_self[i], PATH_MAX))
 				env->v1_mount[i][0] = '\0';
 	}

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/agent.h"
 #include "agent/config.h"
 #include "api/serve.h"
 #include "base/common.h"
@@ -35,6 +36,8 @@ static const char agent_usage[] =
 "  --pin-dir DIR        bpffs directory for the pinned meter (default " BM_AGENT_PIN_DIR ")\n"
 "  --metrics HOST:PORT  /metrics over TCP, '' for none (default " BM_AGENT_METRICS ")\n"
 "  --policy FILE        policy applied to every effect\n"
+"  --preflight          check and prepare the node (BTF, cgroups, mount a BPF\n"
+"                       filesystem where none is), then exit: an init step\n"
 "  -v, --verbose        debug messages\n"
 "\n"
 "EXAMPLES\n"
@@ -48,8 +51,10 @@ int bm_cmd_agent(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' }, { "socket", required_argument, NULL, 's' },
 		{ "state-dir", required_argument, NULL, 'd' }, { "pin-dir", required_argument, NULL, 'p' },
 		{ "metrics", required_argument, NULL, 'm' }, { "policy", required_argument, NULL, 'P' },
-		{ "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
+		{ "preflight", no_argument, NULL, 'F' }, { NULL, 0, NULL, 0 },
 	};
+	bool preflight = false;
 	struct bm_agent_cfg cfg, over;
 	const char *config = NULL;
 	bool metrics_set = false;
@@ -69,6 +74,8 @@ int bm_cmd_agent(int argc, char **argv)
 			return fputs(agent_usage, stdout), 0;
 		if (c == 'v')
 			bm_log_set_level(BM_LOG_DEBUG);
+		else if (c == 'F')
+			preflight = true;
 		else if (c == 'c')
 			config = optarg;
 		else if (!dst)
@@ -98,6 +105,8 @@ int bm_cmd_agent(int argc, char **argv)
 	if (metrics_set)
 		snprintf(cfg.metrics, sizeof(cfg.metrics), "%s", over.metrics);
 	bm_log_libbpf();
+	if (preflight)
+		return bm_agent_preflight(&cfg) ? 1 : 0;
 	return bm_agent_serve(&cfg) ? 1 : 0;
 }
 
@@ -310,6 +319,50 @@ int bm_cmd_cancel(int argc, char **argv)
 	ret = call(&o, "POST", path, &out);
 	if (!ret && o.json)
 		print_json(out);
+	json_decref(out);
+	return ret;
+}
+
+/* Probes give a command a few seconds; answer within them even when the agent is stuck. */
+#define HEALTH_TIMEOUT_MS 4000
+
+int bm_cmd_health(int argc, char **argv)
+{
+	struct client_opts o;
+	json_t *out = NULL;
+	const char *status;
+	int st, ret;
+
+	ret = client_args("health", argc, argv, &o,
+			  "Usage: burstmeter health [--json] [--socket PATH]\n"
+			  "Ask the agent whether it is healthy (GET /v1/healthz): exit 0 if it is, 1 if not,\n"
+			  "with one line saying why. For liveness and readiness probes.\n"
+			  "\n"
+			  "  --socket PATH        the agent's API socket (default " BM_AGENT_SOCKET ")\n"
+			  "  --json               print the agent's answer as JSON\n"
+			  "\n"
+			  "EXAMPLES\n"
+			  "  burstmeter health\n"
+			  "  burstmeter health --socket /run/burstmeter/api.sock --json\n", NULL, NULL, NULL);
+	if (ret >= 0)
+		return ret;
+	if (optind != argc)
+		return usage_error("health", "unexpected argument");
+	st = bm_client_call(o.socket, "GET", "/v1/healthz", NULL, &out, HEALTH_TIMEOUT_MS);
+	status = json_string_value(json_object_get(out, "status"));
+	if (st < 0)
+		bm_err("unhealthy: cannot reach the agent at %s: %s", o.socket, strerror(-st));
+	else if (st != 200 || !status || strcmp(status, "ok"))
+		bm_err("unhealthy: the agent at %s answered %d%s%s", o.socket, st, status ? ", status " : "",
+		       status ? status : "");
+	else if (o.json)
+		print_json(out);
+	else
+		printf("healthy: %lld running, %lld queued%s\n",
+		       (long long)json_integer_value(json_object_get(out, "running")),
+		       (long long)json_integer_value(json_object_get(out, "queued")),
+		       json_is_true(json_object_get(out, "adopted")) ? ", meter adopted from pins" : "");
+	ret = st == 200 && status && !strcmp(status, "ok") ? 0 : 1;
 	json_decref(out);
 	return ret;
 }

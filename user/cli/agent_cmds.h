@@ -11,5 +11,7 @@ int bm_cmd_agent(int argc, char **argv);
 int bm_cmd_effects(int argc, char **argv);
 int bm_cmd_show(int argc, char **argv);
 int bm_cmd_cancel(int argc, char **argv);
+/* `health`: 0 if the agent answers /v1/healthz with status ok, else 1 and one line. */
+int bm_cmd_health(int argc, char **argv);
 
 #endif /* BM_AGENT_CMDS_H */

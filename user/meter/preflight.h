@@ -33,4 +33,22 @@ int bm_bpffs_prepare(const char *dir, char *why, size_t len);
 int bm_cgroup_preflight(struct bm_cgroup_env *env, char *dir, size_t dir_len, char *why,
 			size_t len);
 
+/*
+ * Effects under parent on the node's own hierarchies (base/cgroup_node.h),
+ * for an agent whose own cgroup is a container's: env, and parent's v2
+ * directory (made, with its v1 twins) into dir. Each hierarchy's mount must
+ * show its real top (the node's /sys/fs/cgroup, mounted in), whatever our
+ * cgroup namespace. Returns 0 or -errno (why says what to mount).
+ */
+int bm_cgroup_node_preflight(const char *parent, struct bm_cgroup_env *env, char *dir,
+			     size_t dir_len, char *why, size_t len);
+
+/*
+ * cgroup.procs of parent/BM_CGROUP_LEAF (made) in every hierarchy we are
+ * in, opened for writing into fds: a process that writes "0" into each has
+ * left our container's cgroups everywhere (a runtime kills by any of them).
+ * Returns how many (at most max) or -errno (why names the hierarchy).
+ */
+int bm_cgroup_leaf_open(const char *parent, int *fds, int max, char *why, size_t len);
+
 #endif /* BM_PREFLIGHT_H */

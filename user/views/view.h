@@ -14,8 +14,8 @@
 #include <stdint.h>
 
 #include "base/cgroup.h"
-#include "effect/name.h"
 #include "bm_abi.h"
+#include "effect/name.h"
 #include "meter/loader.h"
 
 /* Effect cgroups are named BM_VIEW_PREFIX<tenant>@<id> (user/effect/name.h). */

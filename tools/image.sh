@@ -1,0 +1,51 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Build the OCI image offline with buildah: FROM scratch plus burstmeter, bm-shim (static)
+# and the shared libraries burstmeter loads (ldd), tagged with burstmeter's version, and an
+# OCI archive of it for nodes to import (ctr -n k8s.io images import ...).
+# Usage: tools/image.sh BUILD_DIR [NAME]   (NAME default localhost/burstmeter)
+set -eu
+
+O=${1:?usage: tools/image.sh BUILD_DIR [NAME]}
+name=${2:-localhost/burstmeter}
+bin=$O/burstmeter
+ctx=$O/image
+root=$ctx/rootfs
+
+for tool in buildah podman ldd; do
+	command -v "$tool" >/dev/null || { echo "burstmeter: $tool is missing: run tools/deps.sh deploy" >&2; exit 1; }
+done
+version=$("$bin" --version | awk '{print $2}')
+[ -n "$version" ] || { echo "burstmeter: cannot tell the version of $bin" >&2; exit 1; }
+
+rm -rf "$ctx"
+mkdir -p "$root/usr/local/bin" "$root/etc/burstmeter" "$root/run/burstmeter" "$root/var/lib/burstmeter" \
+	"$root/sys/fs/bpf" "$root/proc" "$root/dev"
+install -m 0755 "$bin" "$O/bm-shim" "$root/usr/local/bin/"
+# every library at the path the loader looks for it, symlinks resolved (no /lib -> usr/lib here)
+for lib in $(ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+	mkdir -p "$root$(dirname "$lib")"
+	cp -L "$lib" "$root$lib"
+done
+# effects may run as nobody (run_as_non_root); glibc reads these files itself
+printf 'root:x:0:0:root:/root:/nonexistent\nnobody:x:65534:65534:nobody:/nonexistent:/nonexistent\n' >"$root/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
+mkdir -m 1777 "$root/tmp"
+# `burstmeter top` through kubectl exec: the common terminals
+for t in xterm xterm-256color screen screen-256color tmux-256color linux vt100 dumb; do
+	for d in /lib/terminfo /usr/share/terminfo; do
+		f=$d/$(printf %.1s "$t")/$t
+		[ -f "$f" ] || continue
+		mkdir -p "$root/usr/share/terminfo/$(printf %.1s "$t")"
+		cp -L "$f" "$root/usr/share/terminfo/$(printf %.1s "$t")/"
+		break
+	done
+done
+cp deploy/Containerfile "$ctx/Containerfile"
+
+buildah build --quiet --layers=false --network none --build-arg "VERSION=$version" \
+	-f "$ctx/Containerfile" -t "$name:$version" "$ctx" >/dev/null
+rm -f "$O/burstmeter-$version.oci.tar"
+podman save --quiet --format oci-archive -o "$O/burstmeter-$version.oci.tar" "$name:$version"
+size=$(podman image inspect --format '{{.Size}}' "$name:$version")
+echo "burstmeter: built $name:$version, $((size / 1024)) KiB ($(du -k "$O/burstmeter-$version.oci.tar" | cut -f1) KiB as $O/burstmeter-$version.oci.tar)"
