@@ -166,26 +166,39 @@ static int apply(struct ctx *x, const struct y_cfg *y, struct bm_agent_cfg *c)
 	return err ?: apply_tenants(x, y, c);
 }
 
+int bm_agent_cfg_parse(struct bm_agent_cfg *c, const char *text, size_t len, const char *name,
+		       char *err, size_t errlen)
+{
+	struct ctx x = { .text = text, .len = len, .name = name, .err = err, .errlen = errlen };
+	struct y_cfg *y = NULL;
+	int ret;
+
+	if (len > CFG_MAX_BYTES) {
+		snprintf(err, errlen, "%s:1:1: larger than %d bytes", name, CFG_MAX_BYTES);
+		return -EINVAL;
+	}
+	ret = bm_yaml_load(text, len, name, &cfg_schema, (void **)&y, err, errlen);
+	/* an empty config file means the defaults */
+	if (!ret && y)
+		ret = apply(&x, y, c);
+	bm_yaml_free(&cfg_schema, y);
+	return ret;
+}
+
 int bm_agent_cfg_load(struct bm_agent_cfg *c, const char *path, char *err, size_t errlen)
 {
-	struct ctx x = { .name = path, .err = err, .errlen = errlen };
-	struct y_cfg *y = NULL;
+	size_t len;
 	char *text;
 	int ret;
 
-	ret = bm_yaml_read(path, CFG_MAX_BYTES, &text, &x.len);
+	ret = bm_yaml_read(path, CFG_MAX_BYTES, &text, &len);
 	if (ret == -EFBIG) {
 		snprintf(err, errlen, "%s:1:1: larger than %d bytes", path, CFG_MAX_BYTES);
 		return -EINVAL;
 	}
 	if (ret)
 		return ret;
-	x.text = text;
-	ret = bm_yaml_load(text, x.len, path, &cfg_schema, (void **)&y, err, errlen);
-	/* an empty config file means the defaults */
-	if (!ret && y)
-		ret = apply(&x, y, c);
-	bm_yaml_free(&cfg_schema, y);
+	ret = bm_agent_cfg_parse(c, text, len, path, err, errlen);
 	free(text);
 	return ret;
 }
