@@ -127,22 +127,16 @@ int bm_client_call(const char *socket_path, const char *method, const char *path
 	return st;
 }
 
-int bm_client_call_raw(const char *socket_path, const char *method, const char *path, const char *body,
-		       size_t len, json_t **out, int timeout_ms)
+int bm_client_read_response(int fd, json_t **out, int timeout_ms)
 {
 	struct rbuf b = { 0 };
-	int fd, status = -EPROTO;
+	int status = -EPROTO;
 	char *hdr_end, *content;
 	ssize_t n;
 
 	*out = NULL;
-	fd = connect_to(socket_path);
-	if (fd < 0)
-		return fd;
-	n = send_request(fd, method, path, body, len);
-	while (!n && (n = read_more(fd, &b, timeout_ms)) > 0)
+	while ((n = read_more(fd, &b, timeout_ms)) > 0)
 		;
-	close(fd);
 	if (n < 0) {
 		free(b.p);
 		return (int)n;
@@ -156,6 +150,22 @@ int bm_client_call_raw(const char *socket_path, const char *method, const char *
 	}
 	free(b.p);
 	return status;
+}
+
+int bm_client_call_raw(const char *socket_path, const char *method, const char *path, const char *body,
+		       size_t len, json_t **out, int timeout_ms)
+{
+	int fd, st;
+
+	*out = NULL;
+	fd = connect_to(socket_path);
+	if (fd < 0)
+		return fd;
+	st = send_request(fd, method, path, body, len);
+	if (!st)
+		st = bm_client_read_response(fd, out, timeout_ms);
+	close(fd);
+	return st;
 }
 
 /* Move the complete chunks at raw[*off..len) into dec; returns false at the last (0) chunk. */
@@ -212,20 +222,16 @@ static int take_lines(struct rbuf *dec, int (*fn)(json_t *line, void *ctx), void
 	return stop;
 }
 
-int bm_client_stream(const char *socket_path, const char *path, int (*fn)(json_t *line, void *ctx), void *ctx)
+int bm_client_read_stream(int fd, int (*fn)(json_t *line, void *ctx), void *ctx)
 {
 	struct rbuf raw = { 0 }, dec = { 0 };
 	size_t off = 0;
-	int fd, status = -EPROTO, stop = 0;
+	int status = -EPROTO, stop = 0;
 	bool chunked = false, more = true, head = false;
 	char *hdr_end;
-	ssize_t n;
+	ssize_t n = 0;
 
-	fd = connect_to(socket_path);
-	if (fd < 0)
-		return fd;
-	n = send_request(fd, "GET", path, NULL, 0);
-	while (n >= 0 && !stop && more && (n = read_more(fd, &raw, -1)) > 0) {
+	while (!stop && more && (n = read_more(fd, &raw, -1)) > 0) {
 		if (!head) {
 			hdr_end = strstr(raw.p, "\r\n\r\n");
 			if (!hdr_end)
@@ -255,8 +261,21 @@ int bm_client_stream(const char *socket_path, const char *path, int (*fn)(json_t
 		}
 		stop = take_lines(&dec, fn, ctx);
 	}
-	close(fd);
 	free(raw.p);
 	free(dec.p);
 	return n < 0 ? (int)n : status;
+}
+
+int bm_client_stream(const char *socket_path, const char *path, int (*fn)(json_t *line, void *ctx), void *ctx)
+{
+	int fd, st;
+
+	fd = connect_to(socket_path);
+	if (fd < 0)
+		return fd;
+	st = send_request(fd, "GET", path, NULL, 0);
+	if (!st)
+		st = bm_client_read_stream(fd, fn, ctx);
+	close(fd);
+	return st;
 }
