@@ -1,16 +1,17 @@
 #!/bin/sh
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # Run the test suites and say how many tests passed in each.
-# Usage: tests/run.sh BUILD_DIR [unit|san|integration|vm]...  (default: all four)
+# Usage: tests/run.sh BUILD_DIR [unit|san|integration|fuzz|vm]...  (default: all five)
 #
 # Unit tests need nothing. Integration tests need root and BTF: outside CI
 # they are skipped (exit 77) when either is missing; under CI=true a skip is
-# a failure. The VM suite boots Debian's 6.1 kernel under qemu.
+# a failure. The fuzz suite is a short run of each libFuzzer target
+# (tests/fuzz/run.sh). The VM suite boots Debian's 6.1 kernel under qemu.
 set -u
 
-O=${1:?usage: tests/run.sh BUILD_DIR [unit|san|integration|vm]...}
+O=${1:?usage: tests/run.sh BUILD_DIR [unit|san|integration|fuzz|vm]...}
 shift
-suites=${*:-unit san integration vm}
+suites=${*:-unit san integration fuzz vm}
 failed=0
 summary=""
 
@@ -51,6 +52,17 @@ for s in $suites; do
 	unit) run_dir unit "$O/tests/unit" ;;
 	san) run_dir san "$O/san/tests/unit" ;;
 	integration) run_dir integration "$O/tests/integration" tools/as-root.sh ;;
+	fuzz)
+		out=$(tests/fuzz/run.sh "$O" short 2>&1)
+		rc=$?
+		printf '%s\n' "$out" | sed "s|^|  [fuzz] |"
+		p=$(printf '%s\n' "$out" | grep -c '^ok ')
+		f=$(printf '%s\n' "$out" | grep -c '^not ok ')
+		[ "$rc" = 0 ] || [ "$f" != 0 ] || f=1
+		summary="$summary
+  fuzz: $p passed, $f failed, 0 skipped"
+		[ "$f" = 0 ] || failed=1
+		;;
 	vm)
 		if tools/as-root.sh tests/vm/run-suite.sh "$O"; then
 			summary="$summary
