@@ -107,7 +107,7 @@ static size_t dechunk(char *p, size_t len)
 		if (end == p + in || !(end = strstr(end, "\r\n")) || !n)
 			break;
 		in = (size_t)(end - p) + 2;
-		if (in + n > len)
+		if (n > len - in)	/* not in + n: a size near SIZE_MAX wraps it */
 			n = len - in;
 		memmove(p + out, p + in, n);
 		out += n;
