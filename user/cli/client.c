@@ -181,7 +181,8 @@ static bool take_chunks(const char *raw, size_t len, size_t *off, struct rbuf *d
 		if (!eol)
 			return true;
 		n = strtoul(p, &end, 16);
-		if (!n)
+		/* a chunk larger than any response can be never comes whole: the stream ends here */
+		if (!n || n > MAX_RESPONSE)
 			return false;
 		if ((size_t)(eol + 2 - raw) + n + 2 > len)
 			return true;
