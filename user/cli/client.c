@@ -117,6 +117,16 @@ static size_t dechunk(char *p, size_t len)
 	return out;
 }
 
+/* The status of a "HTTP/1.x NNN" head: 100..599, else -EPROTO (never a number read as -errno). */
+static int status_of(const char *head)
+{
+	int st;
+
+	if (sscanf(head, "HTTP/1.%*u %3d", &st) != 1 || st < 100 || st > 599)
+		return -EPROTO;
+	return st;
+}
+
 int bm_client_call(const char *socket_path, const char *method, const char *path, const json_t *body,
 		   json_t **out, int timeout_ms)
 {
@@ -130,7 +140,7 @@ int bm_client_call(const char *socket_path, const char *method, const char *path
 int bm_client_read_response(int fd, json_t **out, int timeout_ms)
 {
 	struct rbuf b = { 0 };
-	int status = -EPROTO;
+	int status;
 	char *hdr_end, *content;
 	ssize_t n;
 
@@ -141,7 +151,8 @@ int bm_client_read_response(int fd, json_t **out, int timeout_ms)
 		free(b.p);
 		return (int)n;
 	}
-	if (b.p && sscanf(b.p, "HTTP/1.%*d %d", &status) == 1 && (hdr_end = strstr(b.p, "\r\n\r\n"))) {
+	status = b.p ? status_of(b.p) : -EPROTO;
+	if (status > 0 && (hdr_end = strstr(b.p, "\r\n\r\n"))) {
 		content = hdr_end + 4;
 		*hdr_end = '\0';
 		if (strcasestr(b.p, "Transfer-Encoding: chunked"))
@@ -238,7 +249,7 @@ int bm_client_read_stream(int fd, int (*fn)(json_t *line, void *ctx), void *ctx)
 			if (!hdr_end)
 				continue;
 			*hdr_end = '\0';
-			sscanf(raw.p, "HTTP/1.%*d %d", &status);
+			status = status_of(raw.p);
 			chunked = strcasestr(raw.p, "Transfer-Encoding: chunked");
 			off = (size_t)(hdr_end - raw.p) + 4;
 			head = true;
