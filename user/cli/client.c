@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -191,6 +192,9 @@ static bool take_chunks(const char *raw, size_t len, size_t *off, struct rbuf *d
 		eol = memmem(p, len - *off, "\r\n", 2);
 		if (!eol)
 			return true;
+		/* strtoul() would skip blanks: past eol, into what has not all arrived */
+		if (!isxdigit((unsigned char)*p))
+			return false;
 		n = strtoul(p, &end, 16);
 		/* a chunk larger than any response can be never comes whole: the stream ends here */
 		if (!n || n > MAX_RESPONSE)
