@@ -63,6 +63,18 @@ static void test_config_loads(void **state)
 	assert_int_equal(c.max_running, 64);
 }
 
+static void test_config_socket_mode(void **state)
+{
+	assert_int_equal(parse("socket_mode: 0777\n"), 0);
+	assert_int_equal(c.socket_mode, 0777);
+	assert_error_at("socket_mode: 01000\n", 1, 14, "invalid socket_mode '01000'");
+	/* 2^32 + 0660: once taken as 0660, as an unsigned int dropped the bits over 32 */
+	assert_error_at("socket_mode: 040000000660\n", 1, 14, "invalid socket_mode");
+	assert_int_equal(c.socket_mode, 0660); /* the default, untouched */
+	assert_error_at("socket_mode: 0660x\n", 1, 14, "invalid socket_mode");
+	assert_error_at("socket_mode: ''\n", 1, 14, "invalid socket_mode");
+}
+
 /* a value quoted in a message may hold a newline or an escape: never in the line */
 static void test_config_error_is_one_printable_line(void **state)
 {
@@ -78,6 +90,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config_loads),
+		cmocka_unit_test(test_config_socket_mode),
 		cmocka_unit_test(test_config_error_is_one_printable_line),
 	};
 

@@ -130,8 +130,9 @@ static int apply_tenants(struct ctx *x, const struct y_cfg *y, struct bm_agent_c
 
 static int apply(struct ctx *x, const struct y_cfg *y, struct bm_agent_cfg *c)
 {
-	unsigned int window_ms = (unsigned int)(c->window_ns / BM_NSEC_PER_MSEC), mode = c->socket_mode;
+	unsigned int window_ms = (unsigned int)(c->window_ns / BM_NSEC_PER_MSEC);
 	unsigned int pressure = (unsigned int)c->admit_cpu_pressure;
+	unsigned long mode;	/* as strtoul() returns it: 040000000660 must not wrap to 0660 */
 	int err = 0;
 	char *end;
 
@@ -140,10 +141,11 @@ static int apply(struct ctx *x, const struct y_cfg *y, struct bm_agent_cfg *c)
 	err = err ?: path_field(x, "pin_dir", y->pin_dir, c->pin_dir, sizeof(c->pin_dir));
 	err = err ?: path_field(x, "policy", y->policy, c->policy, sizeof(c->policy));
 	if (!err && y->socket_mode) {
-		mode = (unsigned int)strtoul(y->socket_mode, &end, 8);
+		mode = strtoul(y->socket_mode, &end, 8);
 		if (*end || end == y->socket_mode || mode > 0777)
 			err = FAIL(x, "socket_mode", "invalid socket_mode '%s': expected octal, e.g. 0660", y->socket_mode);
-		c->socket_mode = mode;
+		else
+			c->socket_mode = (mode_t)mode;
 	}
 	if (!err && y->metrics) {
 		if (strlen(y->metrics) >= sizeof(c->metrics) || (*y->metrics && !strchr(y->metrics, ':')))
