@@ -126,9 +126,9 @@ run: deps
 unit-bins: $(UNIT_BINS)
 integ-bins: $(INTEG_BINS)
 
-# layers + unit + ASan/UBSan unit + integration (root) + the 6.1 kernel under qemu
+# layers + unit + ASan/UBSan unit + integration (root) + a short fuzz run + 6.1 under qemu
 test: deps
-	$(Q)$(MAKE) --no-print-directory all unit-bins integ-bins
+	$(Q)$(MAKE) --no-print-directory all unit-bins integ-bins fuzz-bins
 	$(Q)$(MAKE) --no-print-directory check-layers
 	$(Q)$(MAKE) --no-print-directory O=$(O)/san SAN=1 unit-bins
 	$(Q)tests/run.sh $(O)
@@ -164,6 +164,9 @@ install: $(BIN) $(SHIM)
 
 clean:
 	rm -rf $(O)
+
+# the fuzz targets and make fuzz (tests/fuzz/)
+include tests/fuzz/fuzz.mk
 
 -include $(wildcard $(O)/bpf/*.d $(O)/user/*/*.d $(O)/tools/*.d $(O)/workloads/*.d \
 	$(O)/tests/unit/*.d $(O)/tests/integration/*.d)

@@ -1,20 +1,22 @@
 #!/bin/sh
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # Run the test suites and say how many tests passed in each.
-# Usage: tests/run.sh BUILD_DIR [unit|san|podspec|integration|harness|deploy|vm]...  (default: all)
+# Usage: tests/run.sh BUILD_DIR [unit|san|podspec|fuzz|integration|harness|deploy|vm]...
+#        (default: all of them)
 #
 # Unit tests need nothing. Integration tests need root and BTF: outside CI
 # they are skipped (exit 77) when either is missing; under CI=true a skip is
 # a failure. podspec checks `burstmeter podspec`'s manifests against the
-# Kubernetes schema (npm, into BUILD_DIR/npm); harness (tests/harness/run.sh)
-# drives burstmeter mcp under the MCP SDKs, the clients and the example; the
-# same rule holds for them. deploy (root) runs the image under podman and checks the
-# Kubernetes manifests. The VM suite boots Debian's 6.1 kernel under qemu.
+# Kubernetes schema (npm, into BUILD_DIR/npm); fuzz is a short run of each
+# libFuzzer target (tests/fuzz/run.sh); harness (tests/harness/run.sh) drives
+# burstmeter mcp under the MCP SDKs, the clients and the example; deploy
+# (root) runs the image under podman and checks the Kubernetes manifests; the
+# same rule holds for them. The VM suite boots Debian's 6.1 kernel under qemu.
 set -u
 
-O=${1:?usage: tests/run.sh BUILD_DIR [unit|san|podspec|integration|harness|deploy|vm]...}
+O=${1:?usage: tests/run.sh BUILD_DIR [unit|san|podspec|fuzz|integration|harness|deploy|vm]...}
 shift
-suites=${*:-unit san podspec integration harness deploy vm}
+suites=${*:-unit san podspec fuzz integration harness deploy vm}
 failed=0
 summary=""
 
@@ -81,6 +83,7 @@ for s in $suites; do
 	san) run_dir san "$O/san/tests/unit" ;;
 	podspec) run_tap podspec tests/k8s/podspec-schema.sh "$O" ;;
 	integration) run_dir integration "$O/tests/integration" tools/as-root.sh ;;
+	fuzz) run_tap fuzz tests/fuzz/run.sh "$O" short ;;
 	harness) run_tap harness tools/as-root.sh tests/harness/run.sh "$O" ;;
 	deploy) BM_BUILD=$O && export BM_BUILD && run_dir deploy tests/deploy tools/as-root.sh ;;
 	vm)

@@ -145,8 +145,9 @@ static int apply_tenants(struct ctx *x, const struct y_cfg *y, struct bm_agent_c
 
 static int apply(struct ctx *x, const struct y_cfg *y, struct bm_agent_cfg *c)
 {
-	unsigned int window_ms = (unsigned int)(c->window_ns / BM_NSEC_PER_MSEC), mode = c->socket_mode;
+	unsigned int window_ms = (unsigned int)(c->window_ns / BM_NSEC_PER_MSEC);
 	unsigned int pressure = (unsigned int)c->admit_cpu_pressure;
+	unsigned long mode;	/* as strtoul() returns it: 040000000660 must not wrap to 0660 */
 	int err = 0;
 	char *end;
 
@@ -155,10 +156,11 @@ static int apply(struct ctx *x, const struct y_cfg *y, struct bm_agent_cfg *c)
 	err = err ?: path_field(x, "pin_dir", y->pin_dir, c->pin_dir, sizeof(c->pin_dir));
 	err = err ?: path_field(x, "policy", y->policy, c->policy, sizeof(c->policy));
 	if (!err && y->socket_mode) {
-		mode = (unsigned int)strtoul(y->socket_mode, &end, 8);
+		mode = strtoul(y->socket_mode, &end, 8);
 		if (*end || end == y->socket_mode || mode > 0777)
 			err = FAIL(x, "socket_mode", "invalid socket_mode '%s': expected octal, e.g. 0660", y->socket_mode);
-		c->socket_mode = mode;
+		else
+			c->socket_mode = (mode_t)mode;
 	}
 	if (!err && y->metrics) {
 		if (strlen(y->metrics) >= sizeof(c->metrics) || (*y->metrics && !strchr(y->metrics, ':')))
@@ -206,26 +208,39 @@ static int apply(struct ctx *x, const struct y_cfg *y, struct bm_agent_cfg *c)
 	return err ?: apply_tenants(x, y, c);
 }
 
+int bm_agent_cfg_parse(struct bm_agent_cfg *c, const char *text, size_t len, const char *name,
+		       char *err, size_t errlen)
+{
+	struct ctx x = { .text = text, .len = len, .name = name, .err = err, .errlen = errlen };
+	struct y_cfg *y = NULL;
+	int ret;
+
+	if (len > CFG_MAX_BYTES) {
+		snprintf(err, errlen, "%s:1:1: larger than %d bytes", name, CFG_MAX_BYTES);
+		return -EINVAL;
+	}
+	ret = bm_yaml_load(text, len, name, &cfg_schema, (void **)&y, err, errlen);
+	/* an empty config file means the defaults */
+	if (!ret && y)
+		ret = apply(&x, y, c);
+	bm_yaml_free(&cfg_schema, y);
+	return ret;
+}
+
 int bm_agent_cfg_load(struct bm_agent_cfg *c, const char *path, char *err, size_t errlen)
 {
-	struct ctx x = { .name = path, .err = err, .errlen = errlen };
-	struct y_cfg *y = NULL;
+	size_t len;
 	char *text;
 	int ret;
 
-	ret = bm_yaml_read(path, CFG_MAX_BYTES, &text, &x.len);
+	ret = bm_yaml_read(path, CFG_MAX_BYTES, &text, &len);
 	if (ret == -EFBIG) {
 		snprintf(err, errlen, "%s:1:1: larger than %d bytes", path, CFG_MAX_BYTES);
 		return -EINVAL;
 	}
 	if (ret)
 		return ret;
-	x.text = text;
-	ret = bm_yaml_load(text, x.len, path, &cfg_schema, (void **)&y, err, errlen);
-	/* an empty config file means the defaults */
-	if (!ret && y)
-		ret = apply(&x, y, c);
-	bm_yaml_free(&cfg_schema, y);
+	ret = bm_agent_cfg_parse(c, text, len, path, err, errlen);
 	free(text);
 	return ret;
 }

@@ -8,6 +8,7 @@
 #define BM_AGENT_CFG_H
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -57,6 +58,13 @@ struct bm_agent_cfg {
 };
 
 void bm_agent_cfg_default(struct bm_agent_cfg *c);
+
+/*
+ * Parse the YAML text over c (name is used in messages). Returns 0 or -EINVAL
+ * (err: "NAME:LINE:COL: ..."). A failed parse may have changed some of c.
+ */
+int bm_agent_cfg_parse(struct bm_agent_cfg *c, const char *text, size_t len, const char *name,
+		       char *err, size_t errlen);
 
 /* Load FILE over the defaults. Returns 0, -EINVAL (err: "FILE:LINE:COL: ...") or -errno. */
 int bm_agent_cfg_load(struct bm_agent_cfg *c, const char *path, char *err, size_t errlen);

@@ -129,6 +129,14 @@ static void locate(const char *text, size_t len, const char *const *path, int wa
 	yaml_parser_delete(&parser);
 }
 
+/* Messages quote values, which may hold a newline or a terminal escape: one line, printable. */
+static void one_line(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
 int bm_yaml_load(const char *text, size_t len, const char *name, const cyaml_schema_value_t *schema,
 		 void **data, char *err, size_t errlen)
 {
@@ -148,6 +156,7 @@ int bm_yaml_load(const char *text, size_t len, const char *name, const cyaml_sch
 		locate(text, len, NULL, 0, lc.msg + 16, &lc.line, &lc.col);
 	snprintf(err, errlen, "%s:%u:%u: %s", name, lc.line, lc.col,
 		 lc.msg[0] ? lc.msg : cyaml_strerror(cerr));
+	one_line(err);
 	return -EINVAL;
 }
 
@@ -171,6 +180,7 @@ int bm_yaml_fail(const char *text, size_t len, const char *name, const char *con
 	va_end(ap);
 	locate(text, len, path, depth, NULL, &line, &col);
 	snprintf(err, errlen, "%s:%u:%u: %s", name, line, col, what);
+	one_line(err);
 	return -EINVAL;
 }
 

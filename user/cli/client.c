@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -10,8 +11,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "base/common.h"
 #include "cli/client.h"
+#include "base/common.h"
 
 #define MAX_RESPONSE (64u << 20)
 
@@ -99,9 +100,6 @@ static ssize_t read_more(int fd, struct rbuf *b, int timeout_ms, int stop_fd)
 	return n;
 }
 
-static int call_raw(const char *socket_path, const char *method, const char *path, const char *body,
-		    size_t len, json_t **out, int timeout_ms, unsigned int *retry_after_s);
-
 /* Undo chunked transfer coding in place; returns the decoded length. */
 static size_t dechunk(char *p, size_t len)
 {
@@ -113,7 +111,7 @@ static size_t dechunk(char *p, size_t len)
 		if (end == p + in || !(end = strstr(end, "\r\n")) || !n)
 			break;
 		in = (size_t)(end - p) + 2;
-		if (in + n > len)
+		if (n > len - in)	/* not in + n: a size near SIZE_MAX wraps it */
 			n = len - in;
 		memmove(p + out, p + in, n);
 		out += n;
@@ -122,6 +120,19 @@ static size_t dechunk(char *p, size_t len)
 	p[out] = '\0';
 	return out;
 }
+
+/* The status of a "HTTP/1.x NNN" head: 100..599, else -EPROTO (never a number read as -errno). */
+static int status_of(const char *head)
+{
+	int st;
+
+	if (sscanf(head, "HTTP/1.%*u %3d", &st) != 1 || st < 100 || st > 599)
+		return -EPROTO;
+	return st;
+}
+
+static int call_raw(const char *socket_path, const char *method, const char *path, const char *body,
+		    size_t len, json_t **out, int timeout_ms, unsigned int *retry_after_s);
 
 int bm_client_call(const char *socket_path, const char *method, const char *path, const json_t *body,
 		   json_t **out, int timeout_ms)
@@ -140,46 +151,63 @@ int bm_client_call_retry(const char *socket_path, const char *method, const char
 	return st;
 }
 
-int bm_client_call_raw(const char *socket_path, const char *method, const char *path, const char *body,
-		       size_t len, json_t **out, int timeout_ms)
-{
-	return call_raw(socket_path, method, path, body, len, out, timeout_ms, NULL);
-}
-
-static int call_raw(const char *socket_path, const char *method, const char *path, const char *body,
-		    size_t len, json_t **out, int timeout_ms, unsigned int *retry_after_s)
+/* The whole response on fd: its status, the JSON body into *out, Retry-After (if asked). */
+static int read_response(int fd, json_t **out, int timeout_ms, unsigned int *retry_after_s)
 {
 	struct rbuf b = { 0 };
-	int fd, status = -EPROTO;
+	int status;
 	char *hdr_end, *content, *ra;
 	ssize_t n;
 
 	*out = NULL;
 	if (retry_after_s)
 		*retry_after_s = 0;
-	fd = connect_to(socket_path);
-	if (fd < 0)
-		return fd;
-	n = send_request(fd, method, path, body, len);
-	while (!n && (n = read_more(fd, &b, timeout_ms, -1)) > 0)
+	while ((n = read_more(fd, &b, timeout_ms, -1)) > 0)
 		;
-	close(fd);
 	if (n < 0) {
 		free(b.p);
 		return (int)n;
 	}
-	if (b.p && sscanf(b.p, "HTTP/1.%*d %d", &status) == 1 && (hdr_end = strstr(b.p, "\r\n\r\n"))) {
+	status = b.p ? status_of(b.p) : -EPROTO;
+	if (status > 0 && (hdr_end = strstr(b.p, "\r\n\r\n"))) {
 		content = hdr_end + 4;
 		*hdr_end = '\0';
-		if (strcasestr(b.p, "Transfer-Encoding: chunked"))
-			dechunk(content, strlen(content));
 		ra = strcasestr(b.p, "\r\nRetry-After:");
 		if (ra && retry_after_s)
 			*retry_after_s = (unsigned int)strtoul(ra + 14, NULL, 10);
+		if (strcasestr(b.p, "Transfer-Encoding: chunked"))
+			dechunk(content, strlen(content));
 		*out = json_loads(content, 0, NULL);
 	}
 	free(b.p);
 	return status;
+}
+
+int bm_client_read_response(int fd, json_t **out, int timeout_ms)
+{
+	return read_response(fd, out, timeout_ms, NULL);
+}
+
+static int call_raw(const char *socket_path, const char *method, const char *path, const char *body,
+		    size_t len, json_t **out, int timeout_ms, unsigned int *retry_after_s)
+{
+	int fd, st;
+
+	*out = NULL;
+	fd = connect_to(socket_path);
+	if (fd < 0)
+		return fd;
+	st = send_request(fd, method, path, body, len);
+	if (!st)
+		st = read_response(fd, out, timeout_ms, retry_after_s);
+	close(fd);
+	return st;
+}
+
+int bm_client_call_raw(const char *socket_path, const char *method, const char *path, const char *body,
+		       size_t len, json_t **out, int timeout_ms)
+{
+	return call_raw(socket_path, method, path, body, len, out, timeout_ms, NULL);
 }
 
 /* Move the complete chunks at raw[*off..len) into dec; returns false at the last (0) chunk. */
@@ -194,8 +222,12 @@ static bool take_chunks(const char *raw, size_t len, size_t *off, struct rbuf *d
 		eol = memmem(p, len - *off, "\r\n", 2);
 		if (!eol)
 			return true;
+		/* strtoul() would skip blanks: past eol, into what has not all arrived */
+		if (!isxdigit((unsigned char)*p))
+			return false;
 		n = strtoul(p, &end, 16);
-		if (!n)
+		/* a chunk larger than any response can be never comes whole: the stream ends here */
+		if (!n || n > MAX_RESPONSE)
 			return false;
 		if ((size_t)(eol + 2 - raw) + n + 2 > len)
 			return true;
@@ -236,32 +268,23 @@ static int take_lines(struct rbuf *dec, int (*fn)(json_t *line, void *ctx), void
 	return stop;
 }
 
-int bm_client_stream(const char *socket_path, const char *path, int (*fn)(json_t *line, void *ctx), void *ctx)
-{
-	return bm_client_follow(socket_path, path, -1, fn, ctx);
-}
-
-int bm_client_follow(const char *socket_path, const char *path, int stop_fd, int (*fn)(json_t *line, void *ctx),
-		     void *ctx)
+/* The stream on fd, line by line to fn, until it ends, fn stops it, or stop_fd is readable. */
+static int read_stream(int fd, int stop_fd, int (*fn)(json_t *line, void *ctx), void *ctx)
 {
 	struct rbuf raw = { 0 }, dec = { 0 };
 	size_t off = 0;
-	int fd, status = -EPROTO, stop = 0;
+	int status = -EPROTO, stop = 0;
 	bool chunked = false, more = true, head = false;
 	char *hdr_end;
-	ssize_t n;
+	ssize_t n = 0;
 
-	fd = connect_to(socket_path);
-	if (fd < 0)
-		return fd;
-	n = send_request(fd, "GET", path, NULL, 0);
-	while (n >= 0 && !stop && more && (n = read_more(fd, &raw, -1, stop_fd)) > 0) {
+	while (!stop && more && (n = read_more(fd, &raw, -1, stop_fd)) > 0) {
 		if (!head) {
 			hdr_end = strstr(raw.p, "\r\n\r\n");
 			if (!hdr_end)
 				continue;
 			*hdr_end = '\0';
-			sscanf(raw.p, "HTTP/1.%*d %d", &status);
+			status = status_of(raw.p);
 			chunked = strcasestr(raw.p, "Transfer-Encoding: chunked");
 			off = (size_t)(hdr_end - raw.p) + 4;
 			head = true;
@@ -285,8 +308,32 @@ int bm_client_follow(const char *socket_path, const char *path, int stop_fd, int
 		}
 		stop = take_lines(&dec, fn, ctx);
 	}
-	close(fd);
 	free(raw.p);
 	free(dec.p);
 	return n < 0 ? (int)n : status;
+}
+
+int bm_client_read_stream(int fd, int (*fn)(json_t *line, void *ctx), void *ctx)
+{
+	return read_stream(fd, -1, fn, ctx);
+}
+
+int bm_client_follow(const char *socket_path, const char *path, int stop_fd, int (*fn)(json_t *line, void *ctx),
+		     void *ctx)
+{
+	int fd, st;
+
+	fd = connect_to(socket_path);
+	if (fd < 0)
+		return fd;
+	st = send_request(fd, "GET", path, NULL, 0);
+	if (!st)
+		st = read_stream(fd, stop_fd, fn, ctx);
+	close(fd);
+	return st;
+}
+
+int bm_client_stream(const char *socket_path, const char *path, int (*fn)(json_t *line, void *ctx), void *ctx)
+{
+	return bm_client_follow(socket_path, path, -1, fn, ctx);
 }

@@ -36,4 +36,12 @@ int bm_client_stream(const char *socket_path, const char *path, int (*fn)(json_t
 int bm_client_follow(const char *socket_path, const char *path, int stop_fd, int (*fn)(json_t *line, void *ctx),
 		     void *ctx);
 
+/*
+ * The reading halves of bm_client_call() and bm_client_stream(), on a
+ * connected fd whose request has been sent (the fuzzer feeds them bytes
+ * through a socketpair). Return as those do; fd is left open.
+ */
+int bm_client_read_response(int fd, json_t **out, int timeout_ms);
+int bm_client_read_stream(int fd, int (*fn)(json_t *line, void *ctx), void *ctx);
+
 #endif /* BM_CLIENT_H */

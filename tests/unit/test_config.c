@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The agent's config (user/agent/config.c) from a buffer, as the fuzzer
+ * (tests/fuzz/fuzz_config.c) drives it: what loads, and that a malformed
+ * value is refused with one printable line NAME:LINE:COLUMN, whatever the
+ * value holds.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/config.h"
+#include "base/common.h"
+
+static struct bm_agent_cfg c;
+static char err[512];
+
+static int parse(const char *yaml)
+{
+	err[0] = '\0';
+	bm_agent_cfg_default(&c);
+	return bm_agent_cfg_parse(&c, yaml, strlen(yaml), "c.yaml", err, sizeof(err));
+}
+
+static void assert_error_at(const char *yaml, unsigned int line, unsigned int col, const char *what)
+{
+	char where[64];
+	const char *p;
+
+	assert_int_equal(parse(yaml), -EINVAL);
+	snprintf(where, sizeof(where), "c.yaml:%u:%u: ", line, col);
+	if (strncmp(err, where, strlen(where)))
+		fail_msg("expected '%s...', got '%s'", where, err);
+	if (!strstr(err, what))
+		fail_msg("expected '%s' in '%s'", what, err);
+	for (p = err; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			fail_msg("control character 0x%02x in '%s'", (unsigned char)*p, err);
+}
+
+static void test_config_loads(void **state)
+{
+	assert_int_equal(parse("socket: /tmp/a.sock\nsocket_mode: '0600'\nwindow_ms: 20\n"
+			       "max_running: 3\nadmit_mem_available: 1.5Gi\nmetrics: \"\"\n"
+			       "tenants:\n  - { uid: 1000, tenant: acme }\n"),
+			 0);
+	assert_string_equal(c.socket, "/tmp/a.sock");
+	assert_int_equal(c.socket_mode, 0600);
+	assert_int_equal(c.window_ns, 20 * BM_NSEC_PER_MSEC);
+	assert_int_equal(c.max_running, 3);
+	assert_int_equal(c.admit_mem_available, 1536ULL << 20);
+	assert_string_equal(c.metrics, "");
+	assert_int_equal(c.n_tenants, 1);
+	assert_int_equal(c.tenants[0].uid, 1000);
+	assert_string_equal(c.tenants[0].tenant, "acme");
+	/* an empty document is the defaults */
+	assert_int_equal(parse(""), 0);
+	assert_int_equal(c.max_running, 64);
+}
+
+static void test_config_socket_mode(void **state)
+{
+	assert_int_equal(parse("socket_mode: 0777\n"), 0);
+	assert_int_equal(c.socket_mode, 0777);
+	assert_error_at("socket_mode: 01000\n", 1, 14, "invalid socket_mode '01000'");
+	/* 2^32 + 0660: once taken as 0660, as an unsigned int dropped the bits over 32 */
+	assert_error_at("socket_mode: 040000000660\n", 1, 14, "invalid socket_mode");
+	assert_int_equal(c.socket_mode, 0660); /* the default, untouched */
+	assert_error_at("socket_mode: 0660x\n", 1, 14, "invalid socket_mode");
+	assert_error_at("socket_mode: ''\n", 1, 14, "invalid socket_mode");
+}
+
+/* a value quoted in a message may hold a newline or an escape: never in the line */
+static void test_config_error_is_one_printable_line(void **state)
+{
+	assert_error_at("socket: \"run\\napi.sock\"\n", 1, 9, "invalid socket 'run?api.sock'");
+	assert_error_at("max_tools: \"1\\e[2J\"\n", 1, 12, "invalid max_tools '1?[2J'");
+	assert_error_at("tenants:\n  - { uid: \"1\\r2\", tenant: x }\n", 2, 12,
+			"invalid tenants[0].uid '1?2'");
+	assert_error_at("window_ms: 1001\n", 1, 12, "invalid window_ms '1001'");
+	assert_error_at("max_runing: 3\n", 1, 1, "Unexpected key: max_runing");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_config_loads),
+		cmocka_unit_test(test_config_socket_mode),
+		cmocka_unit_test(test_config_error_is_one_printable_line),
+	};
+
+	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}
