@@ -456,7 +456,7 @@ class Agent:
         base = own_cgroup()
         try:
             return [os.path.join(base, n) for n in os.listdir(base)
-                    if n.startswith("burstmeter.") and f".bmb{os.getpid()}-" in n]
+                    if n.startswith("burstmeter.") and f"bmb{os.getpid()}-" in n]
         except OSError:
             return []
 
@@ -1805,13 +1805,84 @@ def table(res, b, meta):
                              f"{median([x[2] for x in v]):>11.1f}")
             if idle:
                 lines.append(f"  not run: {', '.join(idle)}")
+    lines += neighbours_table(res)
     if WARNINGS:
         lines.append("")
         lines += ["warning: " + w for w in WARNINGS]
     print("\n".join(lines), flush=True)
 
 
-SECTIONS = ("kcost", "tput", "launch", "spikes", "detect", "scale")
+# ---------------------------------------------------------------- neighbours
+# An interactive neighbour (bm-pingpong: a request/response loop on loopback, 1 ms think
+# time) alone, then beside each storm: once unbounded, once as an effect of an agent with
+# ceilings and the default policy. The goal: its p99 within 2x of alone with burstmeter.
+STORMS = (
+    ("fork storm", ["stress-ng", "--fork", "4", "--timeout", "{t}s", "--quiet"],
+     {"pids_limit": 64, "cpu_limit": "1"}),
+    ("memory balloon", ["stress-ng", "--vm", "2", "--vm-bytes", "3G", "--vm-keep",
+                        "--timeout", "{t}s", "--quiet"],
+     {"memory_limit": "512Mi", "cpu_limit": "1"}),
+    ("CPU storm", ["stress-ng", "--cpu", "4", "--timeout", "{t}s", "--quiet"],
+     {"cpu_limit": "1"}),
+    ("loopback flood", ["stress-ng", "--sock", "2", "--sock-domain", "ipv4", "--timeout", "{t}s",
+                        "--quiet"], {"cpu_limit": "1"}),
+)
+
+
+def probe(b, secs):
+    """bm-pingpong for secs: (p50 us, p99 us)"""
+    out = subprocess.run([os.path.join(b, "bench", "bm-pingpong"), str(secs)],
+                         capture_output=True, text=True, timeout=secs + 30).stdout.split()
+    return float(out[0]), float(out[1])
+
+
+def neighbours(b, res):
+    secs = 3 if QUICK else 6
+    rounds = 1 if QUICK else 3
+    rows = []
+    base = [probe(b, secs)[1] for _ in range(rounds)]
+    agent = Agent("neighbours", max_running=8).start()
+    try:
+        for name, argv, sandbox in STORMS:
+            cmd = [shutil.which(argv[0])] + [a.format(t=secs + 2) for a in argv[1:]]
+            alone_p99, ours = [], []
+            for r in range(rounds):
+                # unbounded: the storm as a process of the bench's own
+                p = spawn(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(1)
+                alone_p99.append(probe(b, secs)[1])
+                end(p, timeout=20)
+                # as an effect: the same storm, with ceilings and the default policy
+                eid = f"bmb{os.getpid()}-n{len(rows)}-{r}"
+                st, _ = api(agent.sock, "POST", "/v1/effects",
+                            {"id": eid, "argv": cmd, "intent": f"neighbour bench: {name}",
+                             "sandbox": dict(sandbox, timeout_seconds=secs + 10)})
+                if st not in (201, 202):
+                    raise RuntimeError(f"neighbours: {name}: POST {st}")
+                time.sleep(1)
+                ours.append(probe(b, secs)[1])
+                api(agent.sock, "POST", f"/v1/effects/{eid}/cancel")
+                agent.wait_idle(30)
+            rows.append((name, median(alone_p99), median(ours)))
+    finally:
+        agent.stop()
+    res["neighbours"] = {"base": median(base), "rows": rows, "secs": secs, "rounds": rounds}
+
+
+def neighbours_table(res):
+    n = res.get("neighbours")
+    if not n:
+        return []
+    lines = ["", f"neighbours: bm-pingpong p99 (us) over {n['secs']} s, median of {n['rounds']}; "
+             f"alone {n['base']:.0f} us; goal with burstmeter <= 2x alone",
+             f"  {'beside':<16}{'unbounded':>12}{'x alone':>9}{'burstmeter':>12}{'x alone':>9}"]
+    for name, raw, ours in n["rows"]:
+        lines.append(f"  {name:<16}{raw:>12.0f}{raw / n['base']:>9.2f}{ours:>12.0f}"
+                     f"{ours / n['base']:>9.2f}{'' if ours <= 2 * n['base'] else '  missed'}")
+    return lines
+
+
+SECTIONS = ("kcost", "tput", "launch", "spikes", "detect", "scale", "neighbours")
 
 
 def on_signal(sig, frame):
@@ -1854,7 +1925,8 @@ def main():
         # scale last: 10,000 processes ending leave the machine busy for a while (reclaim,
         # kdamond), which moved the kernel-cost ratios when kcost came after it
         for name, fn in (("tput", tput), ("launch", launch), ("spikes", spikes),
-                         ("detect", detect), ("kcost", kcost), ("scale", scale)):
+                         ("detect", detect), ("neighbours", neighbours), ("kcost", kcost),
+                         ("scale", scale)):
             if name not in a.sections:
                 continue
             write_sysctl("kernel.bpf_stats_enabled", 1 if name == "kcost" else 0)

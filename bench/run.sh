@@ -47,6 +47,7 @@ gcc $CFLAGS -I"$O" $(pkg-config --cflags libbpf 2>/dev/null) bench/empty.c -o "$
 gcc $CFLAGS bench/launch.c -o "$O/bm-launch"
 gcc $CFLAGS bench/memspike.c -o "$O/bm-memspike"
 gcc $CFLAGS bench/detect.c -o "$O/bm-detect" -lpthread
+gcc $CFLAGS bench/pingpong.c -o "$O/bm-pingpong" -lpthread
 # the agent's API from C, through the client the front ends use (user/cli/client.c), with
 # the flags the top Makefile gives user/ (-Wno-unused-parameter)
 gcc $CFLAGS -Wno-unused-parameter -Iuser -Iinclude $(pkg-config --cflags jansson libbpf 2>/dev/null) bench/agentc.c \

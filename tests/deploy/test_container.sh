@@ -177,10 +177,10 @@ wait_final() {
 }
 
 # pid of effect ID's command: the one process in its v2 cgroup
-effect_pid() { head -1 "$v2$top/effects/burstmeter.uid-0.$1/cgroup.procs" 2>/dev/null; }
+effect_pid() { head -1 "$v2$top/effects/burstmeter.uid-0@$1/cgroup.procs" 2>/dev/null; }
 
 # v1 twin FILE of effect ID in CONTROLLER
-twin() { cat "/sys/fs/cgroup/$2$top/effects/burstmeter.uid-0.$1/$3" 2>/dev/null; }
+twin() { cat "/sys/fs/cgroup/$2$top/effects/burstmeter.uid-0@$1/$3" 2>/dev/null; }
 
 # in_container PID NAME: is PID in container NAME's cgroup (any hierarchy)?
 in_container() {
@@ -239,11 +239,11 @@ scenario() {
 	check "[$label] after SIGKILL to the agent's container (and its removal) both effects still run" \
 		sh -c "kill -0 $hog && kill -0 $mem && kill -0 $shim"
 	check "[$label] ... under their ceilings: cfs_quota 50000 us, pids.max 8, memory.limit 64 MiB" \
-		sh -c "[ \"\$(cat /sys/fs/cgroup/cpu$top/effects/burstmeter.uid-0.hog-$label/cpu.cfs_quota_us)\" = 50000 ] &&
-		       [ \"\$(cat /sys/fs/cgroup/pids$top/effects/burstmeter.uid-0.hog-$label/pids.max)\" = 8 ] &&
-		       [ \"\$(cat /sys/fs/cgroup/memory$top/effects/burstmeter.uid-0.mem-$label/memory.limit_in_bytes)\" = 67108864 ] &&
-		       grep -qx $hog /sys/fs/cgroup/cpu$top/effects/burstmeter.uid-0.hog-$label/cgroup.procs &&
-		       grep -qx $mem /sys/fs/cgroup/memory$top/effects/burstmeter.uid-0.mem-$label/cgroup.procs"
+		sh -c "[ \"\$(cat /sys/fs/cgroup/cpu$top/effects/burstmeter.uid-0@hog-$label/cpu.cfs_quota_us)\" = 50000 ] &&
+		       [ \"\$(cat /sys/fs/cgroup/pids$top/effects/burstmeter.uid-0@hog-$label/pids.max)\" = 8 ] &&
+		       [ \"\$(cat /sys/fs/cgroup/memory$top/effects/burstmeter.uid-0@mem-$label/memory.limit_in_bytes)\" = 67108864 ] &&
+		       grep -qx $hog /sys/fs/cgroup/cpu$top/effects/burstmeter.uid-0@hog-$label/cgroup.procs &&
+		       grep -qx $mem /sys/fs/cgroup/memory$top/effects/burstmeter.uid-0@mem-$label/cgroup.procs"
 	sleep 1
 	if ! start "$c2" "$ns"; then
 		not_ok "[$label] a new container starts and adopts the effects"

@@ -37,6 +37,24 @@ vm_filter() {
 		# top in tmux: the VM has no tmux (the plain --once/--json views still run)
 		echo 'test_top_tmux*'
 		;;
+	test_hardening)
+		# What depends on the kernel runs here: the namespaces of every effect (mount_setattr,
+		# cgroupns, pidns on 6.1) and a caller inside an effect's cgroup. The rest is the
+		# agent's own bookkeeping (cancels, uids, connections, locks, retention), the same on
+		# any kernel, and restarts that take minutes under TCG; the host runs all of it.
+		echo 'test_harden_cancel_queued test_harden_identity_after_restart test_harden_tenant_uids' \
+			'test_harden_connection_caps test_harden_one_agent test_harden_retention_and_log_cap'
+		;;
+	test_faults)
+		# The agent stopped while a v2 memory controller holds a ceiling runs here; kill -9 at
+		# each step of a launch, a full state dir, a ring storm and a held cgroup are the
+		# agent's own logic, and their restarts take minutes under TCG; the host runs them.
+		echo 'test_faults_kill9_at_each_launch_step test_faults_full_state_dir' \
+			'test_faults_ring_storm test_faults_cgroup_busy'
+		;;
+	test_place)
+		# (deploy's) leaf placement needs the pure-v2 root this VM has: it runs here
+		;;
 	esac
 }
 

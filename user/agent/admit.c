@@ -144,6 +144,7 @@ static int launch(struct bm_agent *a, struct ag_effect *e)
 		ret = bm_spawner__send(a->spawner, e->seq, e->sup.cg->dirfd, join, n, e->req.argv, &x,
 				       e->status_path);
 		e->launching = !ret;
+		bm_fault("launch-sent");
 		if (ret == -EPIPE || ret == -ECONNRESET)
 			ag_spawner_gone(a);
 	}
@@ -240,6 +241,7 @@ static void start(struct bm_agent *a, struct ag_effect *e)
 	struct bm_sup_opts so;
 	int ret;
 
+	bm_fault("launch-start");
 	ag_started(a, e);
 	ag_sup_opts(a, e, &so);
 	ret = bm_sup__start(&e->sup, a->loader, &a->env, a->parent, &so);

@@ -276,13 +276,8 @@ static const char *shim_exe(char *buf, size_t len)
 
 static int setup(struct bm_agent *a)
 {
-	/*
-	 * 1 MiB of ring buffer (~18,700 records): 10,000 effects ending together
-	 * send one each within a few hundred ms, and 256 KiB lost half of them
-	 * while the agent finished the first ones.
-	 */
 	struct bm_loader_opts lo = { .on_event = on_event, .ctx = a, .pin_dir = a->cfg.pin_dir,
-				     .ring_bytes = 1u << 20 };
+				     .ring_bytes = a->cfg.ring_bytes };
 	struct itimerspec its = { .it_interval.tv_nsec = AG_TICK_NS, .it_value.tv_nsec = AG_TICK_NS };
 	char err[512], exe[PATH_MAX];
 	sigset_t mask;

@@ -38,6 +38,12 @@ void bm_agent_cfg_default(struct bm_agent_cfg *c)
 	c->retention_effects = 10000;
 	/* a local user holds a few connections at once: more is one starving the others */
 	c->max_conns_per_uid = 64;
+	/*
+	 * 1 MiB of ring buffer (~18,700 records): 10,000 effects ending together
+	 * send one each within a few hundred ms, and 256 KiB lost half of them
+	 * while the agent finished the first ones.
+	 */
+	c->ring_bytes = 1u << 20;
 	c->idle_timeout_s = 30;
 }
 
@@ -50,7 +56,7 @@ struct y_cfg {
 	char *window_ms, *max_running, *max_queued, *tenant_max_running;
 	char *admit_cpu_pressure, *admit_mem_available, *max_tools, *max_metric_tenants;
 	char *uid_min, *uid_max, *max_log_bytes, *retention, *retention_effects, *max_conns_per_uid;
-	char *idle_timeout;
+	char *idle_timeout, *ring_buffer;
 	struct y_tenant *tenants;
 	unsigned int tenants_count;
 };
@@ -73,7 +79,7 @@ static const cyaml_schema_field_t cfg_fields[] = {
 	STR(window_ms), STR(max_running), STR(max_queued), STR(tenant_max_running),
 	STR(admit_cpu_pressure), STR(admit_mem_available), STR(max_tools), STR(max_metric_tenants),
 	STR(uid_min), STR(uid_max), STR(max_log_bytes), STR(retention), STR(retention_effects),
-	STR(max_conns_per_uid), STR(idle_timeout),
+	STR(max_conns_per_uid), STR(idle_timeout), STR(ring_buffer),
 	CYAML_FIELD_SEQUENCE("tenants", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL, struct y_cfg, tenants,
 			     &tenant_schema, 0, BM_AGENT_MAX_TENANTS),
 	CYAML_FIELD_END,
@@ -203,6 +209,16 @@ static int apply(struct ctx *x, const struct y_cfg *y, struct bm_agent_cfg *c)
 	err = err ?: uint_field(x, "max_conns_per_uid", y->max_conns_per_uid, 1, 100000,
 				&c->max_conns_per_uid);
 	err = err ?: uint_field(x, "idle_timeout", y->idle_timeout, 1, 3600, &c->idle_timeout_s);
+	if (!err && y->ring_buffer) {
+		uint64_t rb;
+
+		/* the kernel's rule for a BPF ring buffer: a power of 2, pages */
+		if (bm_parse_size(y->ring_buffer, 16384, 1ULL << 30, &rb) || (rb & (rb - 1)))
+			err = FAIL(x, "ring_buffer", "invalid ring_buffer '%s': expected a power of 2 "
+				   "from 16Ki to 1Gi, e.g. 1Mi", y->ring_buffer);
+		else
+			c->ring_bytes = (uint32_t)rb;
+	}
 	c->window_ns = (uint64_t)window_ms * BM_NSEC_PER_MSEC;
 	c->admit_cpu_pressure = pressure;
 	return err ?: apply_tenants(x, y, c);
