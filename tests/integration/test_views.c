@@ -247,7 +247,7 @@ static void test_hist_effect(void **state)
 	struct hists h;
 
 	/* two hists each load their own meter first: seconds each under emulation */
-	run = start_spike(f, getenv("BM_VM") ? "120" : "60");
+	run = start_spike(f, getenv("BM_VM") ? "250" : "60");
 	p = start_cmd("hist", "--effect", f->id, NULL);
 	finish_into(f, &p, &life);
 	if (life.status)

@@ -115,9 +115,13 @@ static int check_text(const char *text, bool om, bool promtool)
 
 static void tiny_registry(struct bm_export *e)
 {
+	static const struct bm_export_pod pods[] = {
+		{ "pod-\"x\"", "0f0e0d0c-1111-4222-8333-444455556666", "c0ffee", 2 },
+	};
 	uint64_t h[BM_HIST_BUCKETS] = { 0 };
 	struct bm_export_node n = { .running = 3, .queued = 1, .map_full = 2, .late = 5,
-				    .bpf_run_ns = 1500000000, .bpf_run_cnt = 42 };
+				    .bpf_run_ns = 1500000000, .bpf_run_cnt = 42, .pods = pods,
+				    .n_pods = 1 };
 
 	h[1] = 2;	/* two windows at 1 task: [1, 2) */
 	h[3] = 1;	/* one at 5 tasks: [4, 8) */
@@ -177,7 +181,11 @@ static const char golden[] =
 	NODE("meter_reads_total", "counter", "Meters read for timelines and streams (idle ones are not).", "0")
 	NODE("bpf_run_seconds_total", "counter", "CPU time of our BPF code.", "1.5")
 	NODE("bpf_runs_total", "counter", "Runs of our BPF programs.", "42")
-	NODE("export_dropped_total", "counter", "Updates invalid or lost (ENOMEM).", "0");
+	NODE("export_dropped_total", "counter", "Updates invalid or lost (ENOMEM).", "0")
+	"# HELP burstmeter_pod_effects_running Tool calls running now, by the pod container that made them.\n"
+	"# TYPE burstmeter_pod_effects_running gauge\n"
+	"burstmeter_pod_effects_running{tenant=\"pod-\\\"x\\\"\",pod_uid=\"0f0e0d0c-1111-4222-8333-444455556666\","
+	"container_id=\"c0ffee\"} 2\n";
 
 static void test_export_golden_prometheus_text(void **state)
 {
@@ -422,7 +430,12 @@ static void realistic(struct bm_export *e, unsigned int effects, unsigned int to
 	static const char *const reasons[] = { "completed", "failed", "memory_ceiling",
 					       "deadline" };
 	static const char *const steps[] = { "throttle", "freeze", "thaw", "kill" };
-	struct bm_export_node n = { 7, 2, 1, 0, 3, 123456789, 9999, 4242 };
+	static const struct bm_export_pod pods[] = {
+		{ "acme", "0f0e0d0c-1111-4222-8333-444455556666", "1111aaaa", 2 },
+		{ "pod-1a2b3c4d-2222-4333-8444-555566667777", "1a2b3c4d-2222-4333-8444-555566667777",
+		  "2222bbbb", 1 },
+	};
+	struct bm_export_node n = { 7, 2, 1, 0, 3, 123456789, 9999, 4242, pods, 2 };
 	uint64_t h[BM_HIST_BUCKETS];
 	char tool[32], id[32];
 	unsigned int i, d, k;

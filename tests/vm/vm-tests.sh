@@ -55,6 +55,13 @@ vm_filter() {
 	test_place)
 		# (deploy's) leaf placement needs the pure-v2 root this VM has: it runs here
 		;;
+	test_pods)
+		# A pod's memory.max bounding its calls needs the v2 memory controller: it runs here,
+		# with the calls in their pods (moves between v2 cgroups that have controllers, pid
+		# namespaces). Who may call, and adoption after kill -9, are the agent's own logic,
+		# with restarts that take minutes under TCG; the host runs them.
+		echo 'test_pod_callers test_pod_calls_adopted_and_swept'
+		;;
 	esac
 }
 

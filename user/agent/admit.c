@@ -244,7 +244,8 @@ static void start(struct bm_agent *a, struct ag_effect *e)
 	bm_fault("launch-start");
 	ag_started(a, e);
 	ag_sup_opts(a, e, &so);
-	ret = bm_sup__start(&e->sup, a->loader, &a->env, a->parent, &so);
+	/* a pod's call in the pod's cgroup, beside its containers: the pod's limits hold it */
+	ret = bm_sup__start(&e->sup, a->loader, &a->env, e->pod ? e->pod->dir : a->parent, &so);
 	if (ret)
 		return start_failed(a, e, 0, e->sup.failed_step, ret);
 	bm_fault("launch-cgroup");
@@ -328,8 +329,40 @@ static bool owns(pid_t caller, uid_t uid, pid_t pid)
 	return false;
 }
 
+/* The pod as the store keeps it (a new string), NULL on allocation failure. */
+static char *pod_json(const struct ag_pod *pod)
+{
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s}", "uid", pod->uid, "container", pod->container,
+			      "qos", pod->qos, "dir", pod->dir);
+	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	json_decref(j);
+	return text;
+}
+
+int ag_pod_from_json(const char *text, struct ag_pod **out)
+{
+	json_t *j = json_loads(text, 0, NULL);
+	const char *uid = json_string_value(json_object_get(j, "uid"));
+	const char *cid = json_string_value(json_object_get(j, "container"));
+	const char *qos = json_string_value(json_object_get(j, "qos"));
+	const char *dir = json_string_value(json_object_get(j, "dir"));
+	struct ag_pod *p = uid && cid && qos && dir ? calloc(1, sizeof(*p)) : NULL;
+
+	if (p) {
+		snprintf(p->uid, sizeof(p->uid), "%s", uid);
+		snprintf(p->container, sizeof(p->container), "%s", cid);
+		snprintf(p->qos, sizeof(p->qos), "%s", qos);
+		snprintf(p->dir, sizeof(p->dir), "%s", dir);
+	}
+	json_decref(j);
+	*out = p;
+	return p ? 0 : -EINVAL;
+}
+
 int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, uid_t uid, gid_t gid,
-	      pid_t caller, const char *parent, struct ag_effect **out, unsigned int *retry_after_s)
+	      pid_t caller, const char *parent, const struct ag_pod *pod, struct ag_effect **out,
+	      unsigned int *retry_after_s)
 {
 	uid_t run_uid = uid;
 	gid_t run_gid = gid;
@@ -356,8 +389,13 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 		*retry_after_s = (unsigned int)((until - bm_now_ns()) / BM_NSEC_PER_SEC) + 1;
 		return -EBUSY;
 	}
-	if (req->mode == BM_REQ_ATTACH && !owns(caller, uid, req->attach_pid))
+	/* the pid as the caller numbers it (a pod has its own namespace), as ours */
+	if (req->mode == BM_REQ_ATTACH &&
+	    (ag_caller_pid(caller, req->attach_pid, &req->attach_pid) || !owns(caller, uid, req->attach_pid)))
 		return -EPERM;
+	/* a pod's tool calls run in the pod, attached; the node launches none for it */
+	if (pod && req->mode == BM_REQ_LAUNCH)
+		return -EOPNOTSUPP;
 	/* an attached process runs as whoever it is: the caller's own, checked above */
 	if (req->mode == BM_REQ_LAUNCH) {
 		err = ag_run_as(a, tenant, uid, gid, req->sandbox.run_as_non_root, &run_uid, &run_gid);
@@ -372,11 +410,20 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 	canon = bm_request_json(req);
 	row.request_json = canon ? json_dumps(canon, JSON_COMPACT) : NULL;
 	json_decref(canon);
-	if (!e || !row.request_json || (a->n_eff == a->cap_eff && grow(a)) || ag_index_reserve(a)) {
+	row.pod_json = pod ? pod_json(pod) : NULL;
+	if (e && pod)
+		e->pod = malloc(sizeof(*e->pod));
+	if (!e || !row.request_json || (pod && (!row.pod_json || !e->pod)) ||
+	    (a->n_eff == a->cap_eff && grow(a)) || ag_index_reserve(a)) {
+		if (e)
+			free(e->pod);
 		free(e);
 		free(row.request_json);
+		free(row.pod_json);
 		return -ENOMEM;
 	}
+	if (pod)
+		*e->pod = *pod;
 	snprintf(row.id, sizeof(row.id), "%s", req->id);
 	snprintf(row.tenant, sizeof(row.tenant), "%s", tenant);
 	snprintf(row.tool, sizeof(row.tool), "%s", tool);
@@ -388,7 +435,9 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 	row.created_ms = row.updated_ms = (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC);
 	err = bm_store__insert(a->store, &row);
 	free(row.request_json);
+	free(row.pod_json);
 	if (err) {
+		free(e->pod);
 		free(e);
 		return err == -EEXIST ? -EEXIST : -EIO;
 	}

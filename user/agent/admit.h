@@ -17,11 +17,15 @@
  *   -EAGAIN  the queue is full (*retry_after_s);
  *   -EPERM   attach of a process that is not the caller's descendant;
  *   -ENOSPC  no uid is left for a new tenant;
+ *   -EOPNOTSUPP  a launch asked from a pod (pod: the caller's; its calls are attached);
  *   -ENOMEM, -EIO (the store failed).
  * On 0 the request is taken over (and zeroed).
  */
 int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, uid_t uid, gid_t gid,
-	      pid_t caller, const char *parent, struct ag_effect **out, unsigned int *retry_after_s);
+	      pid_t caller, const char *parent, const struct ag_pod *pod, struct ag_effect **out,
+	      unsigned int *retry_after_s);
+/* A stored pod (the store's JSON) back: 0 and *out (owned), or -EINVAL. */
+int ag_pod_from_json(const char *text, struct ag_pod **out);
 /* An effect that never started ends: an outcome with reason (and advice), stored, freed. */
 void ag_end_unstarted(struct bm_agent *a, struct ag_effect *e, enum bm_reason reason,
 		      const char *advice);

@@ -136,6 +136,8 @@ static int adopt_row(const struct bm_effect_row *row, void *ctx)
 	snprintf(e->tenant, sizeof(e->tenant), "%s", row->tenant);
 	snprintf(e->tool, sizeof(e->tool), "%s", row->tool);
 	snprintf(e->parent, sizeof(e->parent), "%s", row->parent);
+	if (row->pod_json)
+		(void)ag_pod_from_json(row->pod_json, &e->pod);
 	/* who it runs as, as stored; an older agent stored nobody: it is never run */
 	e->uid = row->uid >= 0 ? (uid_t)row->uid : (uid_t)-1;
 	e->gid = row->gid >= 0 ? (gid_t)row->gid : (gid_t)-1;
@@ -224,27 +226,21 @@ static bool ours(struct bm_agent *a, const char *name, struct ag_effect **live)
 	return false;
 }
 
-/*
- * What an agent killed mid-way left behind: the cgroup of an effect it had
- * finished (stored) but not yet removed, or had made but not yet recorded,
- * and shim status files. Nothing an adopted effect holds, and only cgroups
- * our store names: the same parent may hold another agent's or a run's.
- */
-static void sweep(struct bm_agent *a)
+/* The cgroups in dir that our store names and no live effect holds, removed; how many. */
+static unsigned int sweep_in(struct bm_agent *a, const char *dir)
 {
-	char path[PATH_MAX], file[PATH_MAX];
+	char path[PATH_MAX];
 	struct ag_effect *live;
 	struct dirent *de;
 	unsigned int n = 0;
-	DIR *d;
+	DIR *d = opendir(dir);
 
-	d = opendir(a->parent);
 	while (d && (de = readdir(d))) {
 		struct bm_sup s;
 
 		if (de->d_type != DT_DIR || !ours(a, de->d_name, &live) || (live && live->sup.cg))
 			continue;
-		if (snprintf(path, sizeof(path), "%s/%s", a->parent, de->d_name) >= (int)sizeof(path))
+		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
 			continue;
 		bm_sup__init(&s);
 		s.cg = bm_cgroup__open(path);
@@ -260,6 +256,56 @@ static void sweep(struct bm_agent *a)
 	}
 	if (d)
 		closedir(d);
+	return n;
+}
+
+/*
+ * The same in every pod's cgroup under the kubelet's root: the pod level is
+ * at most three below it (kubepods, QoS, pod); containers are not entered.
+ * A cgroup left there would keep the kubelet from removing the pod's.
+ */
+static unsigned int sweep_pods(struct bm_agent *a, const char *dir, int depth)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	unsigned int n = 0;
+	DIR *d;
+
+	if (depth > 0)
+		n += sweep_in(a, dir);
+	if (depth == 3 || !(d = opendir(dir)))
+		return n;
+	while ((de = readdir(d))) {
+		const char *m = de->d_name;
+
+		if (de->d_type != DT_DIR ||
+		    !(strstr(m, "kubepods") || (depth && (!strncmp(m, "pod", 3) ||
+							   !strcmp(m, "burstable") || !strcmp(m, "besteffort")))) ||
+		    snprintf(path, sizeof(path), "%s/%s", dir, m) >= (int)sizeof(path))
+			continue;
+		n += sweep_pods(a, path, depth + 1);
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * What an agent killed mid-way left behind: the cgroup of an effect it had
+ * finished (stored) but not yet removed, or had made but not yet recorded,
+ * in our parent or in a pod's; and shim status files. Nothing an adopted
+ * effect holds, and only cgroups our store names: the same parent may hold
+ * another agent's or a run's.
+ */
+static void sweep(struct bm_agent *a)
+{
+	char path[PATH_MAX], file[PATH_MAX];
+	struct dirent *de;
+	unsigned int n;
+	DIR *d;
+
+	n = sweep_in(a, a->parent);
+	if (snprintf(path, sizeof(path), "%s%s", a->env.v2_mount, a->cfg.kubepods_root) < (int)sizeof(path))
+		n += sweep_pods(a, path, 0);
 	d = snprintf(path, sizeof(path), "%s/run", a->cfg.state_dir) < (int)sizeof(path) ? opendir(path) : NULL;
 	while (d && (de = readdir(d))) {
 		bool keep = false;

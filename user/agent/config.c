@@ -53,6 +53,7 @@ struct y_tenant {
 
 struct y_cfg {
 	char *socket, *socket_mode, *state_dir, *pin_dir, *metrics, *policy, *cgroup_parent;
+	char *kubepods_root, *pod_tenants;
 	char *window_ms, *max_running, *max_queued, *tenant_max_running;
 	char *admit_cpu_pressure, *admit_mem_available, *max_tools, *max_metric_tenants;
 	char *uid_min, *uid_max, *max_log_bytes, *retention, *retention_effects, *max_conns_per_uid;
@@ -75,7 +76,7 @@ static const cyaml_schema_value_t tenant_schema = {
 
 static const cyaml_schema_field_t cfg_fields[] = {
 	STR(socket), STR(socket_mode), STR(state_dir), STR(pin_dir), STR(metrics), STR(policy),
-	STR(cgroup_parent),
+	STR(cgroup_parent), STR(kubepods_root), STR(pod_tenants),
 	STR(window_ms), STR(max_running), STR(max_queued), STR(tenant_max_running),
 	STR(admit_cpu_pressure), STR(admit_mem_available), STR(max_tools), STR(max_metric_tenants),
 	STR(uid_min), STR(uid_max), STR(max_log_bytes), STR(retention), STR(retention_effects),
@@ -172,6 +173,13 @@ static int apply(struct ctx *x, const struct y_cfg *y, struct bm_agent_cfg *c)
 		if (strlen(y->metrics) >= sizeof(c->metrics) || (*y->metrics && !strchr(y->metrics, ':')))
 			err = FAIL(x, "metrics", "invalid metrics '%s': expected HOST:PORT or \"\"", y->metrics);
 		snprintf(c->metrics, sizeof(c->metrics), "%s", y->metrics);
+	}
+	err = err ?: path_field(x, "pod_tenants", y->pod_tenants, c->pod_tenants, sizeof(c->pod_tenants));
+	if (!err && y->kubepods_root) {
+		if (*y->kubepods_root && !bm_cgroup_valid_parent(y->kubepods_root))
+			err = FAIL(x, "kubepods_root", "invalid kubepods_root '%s': expected an absolute "
+				   "cgroup path, e.g. /kubelet.slice", y->kubepods_root);
+		snprintf(c->kubepods_root, sizeof(c->kubepods_root), "%s", y->kubepods_root);
 	}
 	if (!err && y->cgroup_parent) {
 		/* "" keeps the default: effects under the agent's own cgroup */

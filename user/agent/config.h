@@ -39,6 +39,14 @@ struct bm_agent_cfg {
 	 * outside a container's cgroup, so that they outlive it. "" = our own.
 	 */
 	char cgroup_parent[256];
+	/*
+	 * Where this node's kubelet keeps pods, as a cgroup v2 path ("" the root:
+	 * /kubepods.slice or /kubepods there): a caller in a pod's container below
+	 * it is that pod (its effects go in the pod's cgroup); a look-alike tree
+	 * anywhere else is nobody's pod.
+	 */
+	char kubepods_root[256];
+	char pod_tenants[PATH_MAX];	/* "<pod uid> <tenant>" per line; "": pod-<uid> */
 	uint64_t window_ns;
 	unsigned int max_running;	/* effects running at once on the node */
 	unsigned int max_queued;	/* beyond it: 429 */

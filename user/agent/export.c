@@ -11,8 +11,8 @@
  * bucket, _sum and _count is a series:
  *   window and peak histograms     P * 2 * (B + 2 * 5) = 236 P
  *   effects_total, actions_total   P * (R + S * R)     = 170 P
- *   node-wide                      9
- *   total <= 406 * (max_tenants + 1) * (max_tools + 1) + 9
+ *   node-wide                      9, and one per pod container running
+ *   total <= 406 * (max_tenants + 1) * (max_tools + 1) + 9 + max_running
  * Run-queue delay is in seconds, not bm_window_display()'s ms: promtool's
  * linter rejects non-base time units.
  */
@@ -436,6 +436,17 @@ static void render_node(struct bm_export *e, struct buf *b, bool om)
 		snprintf(name, sizeof(name), "burstmeter_%s", m[i].name);
 		head(b, name, m[i].type, m[i].help, om);
 		cat(b, name, *m[i].type == 'c' ? "_total " : " ", dbls(v, m[i].v, 0), "\n", NULL);
+	}
+	head(b, "burstmeter_pod_effects_running", "gauge",
+	     "Tool calls running now, by the pod container that made them.", om);
+	for (i = 0; i < n->n_pods; i++) {
+		char t[LABEL_MAX + 1], u[LABEL_MAX + 1], c[LABEL_MAX + 1];
+
+		label(t, n->pods[i].tenant, LABEL_MAX);
+		label(u, n->pods[i].uid, LABEL_MAX);
+		label(c, n->pods[i].container, LABEL_MAX);
+		cat(b, "burstmeter_pod_effects_running{tenant=\"", t, "\",pod_uid=\"", u,
+		    "\",container_id=\"", c, "\"} ", dbls(v, n->pods[i].running, 0), "\n", NULL);
 	}
 }
 

@@ -4,7 +4,9 @@
  * format (0.0.4), or OpenMetrics 1.0 when the scraper asks for it (then with
  * exemplars linking a bucket to the effect id that last fell in it). Labels
  * are bounded: tenant, tool kind and dimension only, never an effect id or
- * a cgroup path; tenants and tools past their caps fold into "other".
+ * a cgroup path; tenants and tools past their caps fold into "other". The
+ * one exception is bounded by the node: the pods (uid, container id) whose
+ * tool calls run now, at most max_running series, gone when they end.
  * Written by hand: Debian has no C client.
  */
 #ifndef BM_EXPORT_H
@@ -40,12 +42,20 @@ void bm_export__ended(struct bm_export *e, const char *tenant, const char *tool,
 /* The ladder acted: step (throttle, freeze, ...) for reason. */
 void bm_export__action(struct bm_export *e, const char *tenant, const char *tool, const char *step,
 		       const char *reason);
+/* A pod container's tool calls running now (bm_export_node.pods). */
+struct bm_export_pod {
+	const char *tenant, *uid, *container;
+	unsigned int running;
+};
+
 /* Node-wide gauges and counters the agent sets before a scrape. */
 struct bm_export_node {
 	uint64_t running, queued;
 	uint64_t lost_records, map_full, late;	/* from the kernel's per-CPU counters */
 	uint64_t bpf_run_ns, bpf_run_cnt;	/* sum over our programs, when bpf_stats is on */
 	uint64_t meter_reads;			/* meters the agent read for timelines and streams */
+	const struct bm_export_pod *pods;	/* the caller's: valid while it renders */
+	unsigned int n_pods;
 };
 void bm_export__node(struct bm_export *e, const struct bm_export_node *n);
 

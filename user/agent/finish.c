@@ -107,6 +107,7 @@ static void release(struct ag_effect *e)
 	bm_request_free(&e->req);
 	bm_series_free(&e->series);
 	free(e->unstored);
+	free(e->pod);
 	free(e);
 }
 
@@ -254,6 +255,11 @@ void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
 	egress_forget(a, e);
 	ag_track_ladder(a, e);
 	retry_backoff(a, e);
+	if (e->pod) {
+		o->pod_uid = e->pod->uid;
+		o->pod_container = e->pod->container;
+		o->pod_qos = e->pod->qos;
+	}
 	j = bm_outcome_json(o);
 	if (j && bm_series_len(&e->series))
 		json_object_set_new(j, "timeline", ag_timeline_json(&e->series));

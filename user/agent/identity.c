@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "agent/identity.h"
 #include "agent/index.h"
 #include "base/common.h"
+#include "base/parse.h"
+#include "base/podcgroup.h"
 #include "effect/name.h"
 
 /* A uid no user or group of this node has (nss included), so a tenant's files are its alone. */
@@ -110,4 +114,125 @@ struct ag_effect *ag_caller_effect(struct bm_agent *a, pid_t pid)
 		}
 	}
 	return NULL;
+}
+
+/* tenant of pod uid in cfg.pod_tenants ("<uid> <tenant>" lines; # comments), else pod-<uid>. */
+static void pod_tenant(const struct bm_agent *a, const char *uid, char *tenant, size_t len)
+{
+	char line[256], u[BM_POD_UID_MAX + 2], t[BM_NAME_MAX + 2];
+	FILE *f = a->cfg.pod_tenants[0] ? fopen(a->cfg.pod_tenants, "re") : NULL;
+	bool found = false;
+
+	/* read at each call: a controller rewrites it as pods come and go */
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = line[0] != '#' && sscanf(line, "%37s %65s", u, t) == 2 && !strcmp(u, uid) &&
+			bm_valid_name(t);
+	if (f)
+		fclose(f);
+	snprintf(tenant, len, found ? "%s" : "pod-%s", found ? t : uid);
+}
+
+int ag_caller_pod(struct bm_agent *a, pid_t pid, struct ag_pod *pod, char *tenant, size_t len)
+{
+	char path[64], buf[4096], *line, *save = NULL;
+	struct bm_pod_cgroup pc;
+	size_t rl = strlen(a->cfg.kubepods_root);
+	int err = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	if (bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return -ESRCH;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		err = bm_pod_cgroup_parse(line + 3, &pc);
+		break;
+	}
+	if (err == -ENOENT || (!err && (pc.root_len != rl || strncmp(line + 3, a->cfg.kubepods_root, rl))))
+		return -ENOENT;	/* a look-alike of the kubelet's tree under someone's own is no pod */
+	if (err)
+		/* malformed below the kubelet's root: a pod we cannot name; elsewhere: no pod */
+		return line && !strncmp(line + 3, a->cfg.kubepods_root, rl) &&
+		       strstr(line + 3 + rl, "kubepods") ? -EBADSLT : -ENOENT;
+	memset(pod, 0, sizeof(*pod));
+	snprintf(pod->uid, sizeof(pod->uid), "%s", pc.pod_uid);
+	snprintf(pod->container, sizeof(pod->container), "%s", pc.container_id);
+	snprintf(pod->qos, sizeof(pod->qos), "%s", bm_pod_qos_name(pc.qos));
+	if (snprintf(pod->dir, sizeof(pod->dir), "%s%s", a->env.v2_mount, pc.pod_dir) >=
+	    (int)sizeof(pod->dir))
+		return -ENAMETOOLONG;
+	pod_tenant(a, pod->uid, tenant, len);
+	return 0;
+}
+
+/* The pids of pid's namespaces, outermost (ours) first, in nspid[]; how many, or -errno. */
+static int ns_pids(pid_t pid, pid_t *nspid, int max)
+{
+	char path[64], buf[2048], *p, *end;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return -ESRCH;
+	p = strstr(buf, "\nNSpid:");
+	if (!p)
+		return -ENOSYS;
+	for (p += 7; n < max; n++) {
+		long v = strtol(p, &end, 10);
+
+		if (end == p || v <= 0)
+			break;
+		nspid[n] = (pid_t)v;
+		p = end;
+	}
+	return n;
+}
+
+int ag_caller_pid(pid_t caller, pid_t pid, pid_t *out)
+{
+	pid_t seen[256], ns[32];
+	int level, head = 0, tail = 0, n;
+
+	n = ns_pids(caller, ns, 32);
+	if (n <= 0)
+		return n ? n : -ESRCH;
+	if (n == 1) {
+		*out = pid;	/* the caller sees our pids */
+		return 0;
+	}
+	level = n - 1;
+	/* breadth first through the caller's descendants, as their children files list them */
+	seen[tail++] = caller;
+	while (head < tail) {
+		char path[96], buf[4096], *p, *end;
+		pid_t at = seen[head++];
+		DIR *d;
+		struct dirent *de;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)at);
+		d = opendir(path);
+		while (d && (de = readdir(d))) {
+			if (de->d_name[0] == '.' ||
+			    snprintf(path, sizeof(path), "/proc/%d/task/%s/children", (int)at, de->d_name) >=
+				    (int)sizeof(path) ||
+			    bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+				continue;
+			for (p = buf;; p = end) {
+				long c = strtol(p, &end, 10);
+
+				if (end == p || c <= 0)
+					break;
+				if (ns_pids((pid_t)c, ns, 32) > level && ns[level] == pid) {
+					closedir(d);
+					*out = (pid_t)c;
+					return 0;
+				}
+				if (tail < (int)(sizeof(seen) / sizeof(seen[0])))
+					seen[tail++] = (pid_t)c;
+			}
+		}
+		if (d)
+			closedir(d);
+	}
+	return -ESRCH;
 }

@@ -30,4 +30,22 @@ int ag_run_as(struct bm_agent *a, const char *tenant, uid_t caller_uid, gid_t ca
  */
 struct ag_effect *ag_caller_effect(struct bm_agent *a, pid_t pid);
 
+/*
+ * The pod pid's cgroup is in, under the node's cfg.kubepods_root (both
+ * cgroup drivers, every QoS class), and the tenant it maps to (cfg.pod_tenants,
+ * else "pod-<uid>"). Returns 0; -ENOENT: in no pod (uid identity applies;
+ * a look-alike tree under someone's own cgroup is no pod); -EBADSLT: below
+ * the kubelet's root, in no container we can name (refuse the caller: its
+ * uid, root in many a container, says nothing); or -errno.
+ */
+int ag_caller_pod(struct bm_agent *a, pid_t pid, struct ag_pod *pod, char *tenant, size_t len);
+
+/*
+ * Our pid (*out) of the process the caller calls pid: its own pid namespace's
+ * number (a pod's `burstmeter run` sends one). Found among the caller's
+ * descendants only; the same pid when the caller shares our namespace.
+ * Returns 0, -ESRCH (no such descendant), or -errno.
+ */
+int ag_caller_pid(pid_t caller, pid_t pid, pid_t *out);
+
 #endif /* BM_AGENT_IDENTITY_H */

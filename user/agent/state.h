@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "agent/config.h"
+#include "base/podcgroup.h"
 #include "agent/request.h"
 #include "agent/store.h"
 #include "effect/sup.h"
@@ -33,6 +34,14 @@ struct bm_egress;
 struct bm_spawner;
 struct bm_spawner_msg;
 
+/* The pod a caller (and so its effects) belongs to, from the kernel (identity.c). */
+struct ag_pod {
+	char uid[BM_POD_UID_MAX + 1];
+	char container[BM_CONTAINER_ID_LEN + 1];
+	char qos[16];			/* guaranteed, burstable, besteffort */
+	char dir[PATH_MAX];		/* the pod's cgroup directory: its effects are made there */
+};
+
 struct ag_effect {
 	struct bm_sup sup;
 	struct bm_request req;
@@ -42,6 +51,7 @@ struct ag_effect {
 	uid_t uid;			/* who its command runs as (ag_run_as()) */
 	gid_t gid;
 	char parent[BM_NAME_MAX + 1];	/* the effect of its tenant that asked for it, "": none */
+	struct ag_pod *pod;		/* the pod whose tool call it is; NULL: none */
 	struct bm_child shim;		/* its pidfd: only where no spawner tells its end */
 	uint64_t shim_id;		/* the spawner's name for the shim, 0: none */
 	uint64_t cg_id;			/* its cgroup's id as indexed (events name it), 0: not */

@@ -61,6 +61,7 @@ static const char *const migrations[] = {
 	"ALTER TABLE effects ADD COLUMN gid INTEGER NOT NULL DEFAULT -1;"
 	"ALTER TABLE effects ADD COLUMN parent TEXT NOT NULL DEFAULT '';"
 	"ALTER TABLE effects ADD COLUMN cancel_ms INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE effects ADD COLUMN pod TEXT CHECK (pod IS NULL OR json_valid(pod));"
 	"CREATE INDEX effects_ended ON effects (updated_ms) WHERE state IN (" FINALS ";"
 	"CREATE TABLE tenant_uids (tenant TEXT PRIMARY KEY, uid INTEGER NOT NULL UNIQUE) STRICT;"
 	"PRAGMA user_version = 3;",
@@ -74,13 +75,13 @@ enum stmt_id {
 };
 
 #define COLS "SELECT tenant, id, tool, state, priority, created_ms, updated_ms, cgroup, pid, " \
-	     "pid_start, request, outcome, uid, gid, parent, cancel_ms FROM effects"
+	     "pid_start, request, outcome, uid, gid, parent, cancel_ms, pod FROM effects"
 #define LIST(where) COLS where " ORDER BY created_ms DESC, id LIMIT ?3"
 
 static const char *const stmt_sql[S__MAX] = {
 	[S_INSERT] = "INSERT INTO effects (tenant, id, tool, state, priority, created_ms,"
-		     " updated_ms, cgroup, pid, pid_start, request, uid, gid, parent)"
-		     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+		     " updated_ms, cgroup, pid, pid_start, request, uid, gid, parent, pod)"
+		     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
 	/* re-asserting the state (re-adoption after a restart) keeps updated_ms and logs nothing */
 	[S_SET_STATE] = "UPDATE effects SET state = ?3, updated_ms = iif(state = ?3, updated_ms,"
 			" ?4), outcome = coalesce(?5, outcome) WHERE tenant = ?1 AND id = ?2",
@@ -151,6 +152,7 @@ void bm_effect_row_clear(struct bm_effect_row *row)
 		return;
 	free(row->request_json);
 	free(row->outcome_json);
+	free(row->pod_json);
 	memset(row, 0, sizeof(*row));
 }
 
@@ -199,7 +201,8 @@ int bm_store__insert(struct bm_store *st, const struct bm_effect_row *r)
 			   bind_i64(s, 5, r->priority) ?: bind_i64(s, 6, r->created_ms) ?:
 			   bind_i64(s, 8, r->pid) ?: bind_i64(s, 9, (int64_t)r->pid_start) ?:
 			   bind_text(s, 10, r->request_json) ?: bind_i64(s, 11, r->uid) ?:
-			   bind_i64(s, 12, r->gid) ?: bind_text(s, 13, r->parent));
+			   bind_i64(s, 12, r->gid) ?: bind_text(s, 13, r->parent) ?:
+			   bind_text(s, 14, r->pod_json));
 }
 
 /* Copy a TEXT column into a fixed array; NULL or too long only from a hand-edited file. */
@@ -215,6 +218,7 @@ static int fill_row(sqlite3_stmt *s, struct bm_effect_row *r, bool own)
 {
 	const char *req = (const char *)sqlite3_column_text(s, 10);
 	const char *out = (const char *)sqlite3_column_text(s, 11);
+	const char *pod = (const char *)sqlite3_column_text(s, 16);
 
 	memset(r, 0, sizeof(*r));
 	if (!req || col_copy(s, 0, r->tenant, sizeof(r->tenant)) ||
@@ -233,7 +237,8 @@ static int fill_row(sqlite3_stmt *s, struct bm_effect_row *r, bool own)
 	r->pid_start = (uint64_t)sqlite3_column_int64(s, 9);
 	r->request_json = own ? strdup(req) : (char *)req;
 	r->outcome_json = own && out ? strdup(out) : (char *)out;
-	if (own && (!r->request_json || (out && !r->outcome_json))) {
+	r->pod_json = own && pod ? strdup(pod) : (char *)pod;
+	if (own && (!r->request_json || (out && !r->outcome_json) || (pod && !r->pod_json))) {
 		bm_effect_row_clear(r);
 		return -ENOMEM;
 	}

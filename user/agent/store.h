@@ -59,6 +59,7 @@ struct bm_effect_row {
 	int64_t cancel_ms;		/* when it was asked to be cancelled, 0: never */
 	char *request_json;		/* the validated request, canonical JSON (owned) */
 	char *outcome_json;		/* burstmeter.outcome/v1, NULL until it ended (owned) */
+	char *pod_json;			/* {"uid", "container", "qos", "dir"}: whose call it is; NULL */
 };
 
 struct bm_store;

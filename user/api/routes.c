@@ -30,6 +30,8 @@ struct caller {
 	/* the effect the caller runs inside (its id; "": none) and that effect's sandbox */
 	char effect[BM_NAME_MAX + 1];
 	struct bm_sandbox sandbox;
+	bool in_pod;			/* a pod's container: its tenant is the pod's */
+	struct ag_pod pod;
 };
 
 /* What a route handler gets: the request, who asked, and the id in the path (if any). */
@@ -47,6 +49,7 @@ static int peer(struct bm_agent *a, struct MHD_Connection *c, struct caller *who
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct ag_effect *in;
+	int err;
 
 	memset(who, 0, sizeof(*who));
 	if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
@@ -60,8 +63,11 @@ static int peer(struct bm_agent *a, struct MHD_Connection *c, struct caller *who
 		snprintf(who->tenant, sizeof(who->tenant), "%s", in->tenant);
 		snprintf(who->effect, sizeof(who->effect), "%s", in->req.id);
 		who->sandbox = in->req.sandbox;
+		return 0;
 	}
-	return 0;
+	err = ag_caller_pod(a, cred.pid, &who->pod, who->tenant, sizeof(who->tenant));
+	who->in_pod = !err;
+	return err == -ENOENT ? 0 : err;
 }
 
 /* May the caller see effect row? Outside effects: any of its tenant's; inside: its own, and those it asked for. */
@@ -82,6 +88,10 @@ static enum MHD_Result refused(struct MHD_Connection *c, int err, unsigned int r
 	case -EPERM:
 		return ag_api_error(c, MHD_HTTP_FORBIDDEN,
 				    "pid: only a process the caller started (its descendant) can be attached");
+	case -EOPNOTSUPP:
+		return ag_api_error(c, MHD_HTTP_FORBIDDEN,
+				    "mode: a pod's tool calls run in the pod: attach them (burstmeter run in "
+				    "the pod does)");
 	case -ENOMEM:
 		return ag_api_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	default:
@@ -120,7 +130,7 @@ static enum MHD_Result create(const struct call *k)
 				    0);
 	}
 	if (req.tenant[0] && strcmp(req.tenant, k->who->tenant)) {
-		if (k->who->uid || k->who->effect[0]) {
+		if (k->who->uid || k->who->effect[0] || k->who->in_pod) {
 			bm_request_free(&req);
 			return ag_api_reply(k->c, MHD_HTTP_FORBIDDEN,
 					    json_pack("{s:s, s:[{s:s, s:s}]}", "error", "forbidden", "fields",
@@ -131,7 +141,8 @@ static enum MHD_Result create(const struct call *k)
 	/* ag_submit() takes the request over (and zeroes it): an effect that failed at once is found by this */
 	snprintf(id, sizeof(id), "%s", req.id);
 	err = ag_submit(a, &req, tenant, k->who->uid, k->who->gid, k->who->pid,
-			k->who->effect[0] ? k->who->effect : NULL, &e, &retry);
+			k->who->effect[0] ? k->who->effect : NULL, k->who->in_pod ? &k->who->pod : NULL,
+			&e, &retry);
 	bm_request_free(&req);
 	if (err && err != -EEXIST)
 		return refused(k->c, err, retry);
@@ -323,11 +334,15 @@ static enum MHD_Result route(struct bm_api *api, struct MHD_Connection *c, struc
 	unsigned int i;
 	int m;
 
-	if (peer(api->a, c, &who))
+	m = peer(api->a, c, &who);
+	if (m == -EBADSLT)
+		return ag_api_error(c, MHD_HTTP_FORBIDDEN,
+				    "caller: in the kubelet's pods but in no pod container we can name");
+	if (m)
 		return ag_api_error(c, MHD_HTTP_FORBIDDEN, "cannot tell who is calling");
 	/* root (the operator, `run` on a tenant's behalf) may name the tenant; nobody else */
 	if (as) {
-		if (who.uid || who.effect[0])
+		if (who.uid || who.effect[0] || who.in_pod)
 			return ag_api_error(c, MHD_HTTP_FORBIDDEN,
 					    "tenant: only root may act for another tenant");
 		if (!bm_valid_name(as))

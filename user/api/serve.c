@@ -51,6 +51,32 @@ static void bpf_cost(struct bm_agent *a, struct bm_export_node *n)
 	}
 }
 
+/* The pod containers whose tool calls run now, one entry each (*n); NULL when there are none. */
+static struct bm_export_pod *pods_running(const struct bm_agent *a, unsigned int *n)
+{
+	struct bm_export_pod *p = NULL;
+	unsigned int i, j;
+
+	*n = 0;
+	for (i = 0; i < a->n_eff; i++) {
+		const struct ag_effect *e = a->eff[i];
+
+		if (!e->pod || !e->started || bm_state_final(e->state))
+			continue;
+		for (j = 0; j < *n && (strcmp(p[j].uid, e->pod->uid) ||
+				       strcmp(p[j].container, e->pod->container)); j++)
+			;
+		if (j == *n) {
+			/* at most one entry per effect: sized once, on the first */
+			if (!p && !(p = calloc(a->n_eff, sizeof(*p))))
+				return NULL;
+			p[(*n)++] = (struct bm_export_pod){ e->tenant, e->pod->uid, e->pod->container, 0 };
+		}
+		p[j].running++;
+	}
+	return p;
+}
+
 static enum MHD_Result metrics_handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				       const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -58,12 +84,14 @@ static enum MHD_Result metrics_handler(void *cls, struct MHD_Connection *c, cons
 	bool om = accept && strstr(accept, "application/openmetrics-text");
 	struct bm_export_node node = { 0 };
 	uint64_t stats[BM_STAT__MAX] = { 0 };
+	struct bm_export_pod *pods;
 	struct bm_api *api = cls;
 	struct bm_agent *a = api->a;
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 	size_t len;
 	char *text;
+	int err;
 
 	(void)version;
 	(void)upload;
@@ -80,8 +108,15 @@ static enum MHD_Result metrics_handler(void *cls, struct MHD_Connection *c, cons
 		node.late = stats[BM_STAT_LATE];
 	}
 	bpf_cost(a, &node);
+	node.pods = pods = pods_running(a, &node.n_pods);
 	bm_export__node(a->exp, &node);
-	if (bm_export__render(a->exp, om, &text, &len))
+	err = bm_export__render(a->exp, om, &text, &len);
+	/* the export keeps no pointer into what is freed */
+	node.pods = NULL;
+	node.n_pods = 0;
+	bm_export__node(a->exp, &node);
+	free(pods);
+	if (err)
 		return ag_api_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
 	if (!r) {

@@ -126,9 +126,29 @@ static int wait_child(pid_t pid, const sigset_t *mask)
 	return status;
 }
 
+/* What the agent said when it refused: its error, then each field's ("tenant: not the caller's"). */
+static const char *refusal(json_t *answer, int st, char *buf, size_t len)
+{
+	const char *err = json_string_value(json_object_get(answer, "error"));
+	size_t i, n;
+	json_t *f;
+
+	if (!err)
+		return strerror(st < 0 ? -st : EPROTO);
+	n = (size_t)snprintf(buf, len, "%s", err);
+	json_array_foreach(json_object_get(answer, "fields"), i, f) {
+		if (n >= len)
+			break;
+		n += (size_t)snprintf(buf + n, len - n, "%s%s: %s", i ? "; " : ": ",
+				      json_string_value(json_object_get(f, "field")) ?: "?",
+				      json_string_value(json_object_get(f, "error")) ?: "?");
+	}
+	return buf;
+}
+
 int bm_run_client(const struct bm_run_opts *o, const char *sock)
 {
-	char path[256], body[256];
+	char path[256], body[256], why[512];
 	json_t *req, *eff = NULL, *exitj;
 	int st, go = -1, status, ret = BM_EXIT_INTERNAL;
 	sigset_t mask, old;
@@ -155,9 +175,7 @@ int bm_run_client(const struct bm_run_opts *o, const char *sock)
 			bm_err("--id %s: this tenant has an effect of that id already (%s): ids are not reused",
 			       o->id, state_of(eff));
 		else
-			bm_err("the agent at %s refused %s: %d %s", sock, o->id, st,
-			       eff && json_string_value(json_object_get(eff, "error")) ?
-			       json_string_value(json_object_get(eff, "error")) : strerror(st < 0 ? -st : EPROTO));
+			bm_err("the agent at %s refused %s: %d %s", sock, o->id, st, refusal(eff, st, why, sizeof(why)));
 		close(go);
 		waitpid(pid, NULL, 0);
 		json_decref(eff);

@@ -281,6 +281,10 @@ json_t *bm_outcome_json(const struct bm_outcome *o)
 	json_object_set_new(root, "retry", json_pack("{s:b, s:I, s:s}", "eligible", o->retry_eligible,
 		"after_ms", (json_int_t)o->retry_after_ms, "advice", o->advice));
 	json_object_set_new(root, "meter", meter_json(o));
+	if (o->pod_uid)
+		json_object_set_new(root, "pod", json_pack("{s:s, s:s, s:s}", "uid", o->pod_uid,
+				    "container", o->pod_container ? o->pod_container : "",
+				    "qos", o->pod_qos ? o->pod_qos : ""));
 	return root;
 }
 

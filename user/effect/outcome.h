@@ -71,6 +71,8 @@ struct bm_outcome {
 	int64_t psi_cpu_us, psi_mem_us, psi_io_us;	/* "some" totals; -1 unknown */
 	uint64_t cgroup_cpu_us;		/* cpu.stat usage_usec, the kernel's own count */
 	int64_t cgroup_mem_peak;	/* the memory controller's peak (charge), -1 if none held it */
+	/* whose tool call it was, when a pod's: its uid, container and QoS class (NULL: none) */
+	const char *pod_uid, *pod_container, *pod_qos;
 };
 
 const char *bm_reason_name(enum bm_reason r);
