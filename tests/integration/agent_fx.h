@@ -13,8 +13,12 @@
 #include "runner.h"
 #include "cli/client.h"
 
-/* How long the agent may take to answer, or to stop after a signal before SIGKILL. */
-#define AGENT_READY_MS 10000
+/*
+ * How long the agent may take to answer (loading the meter: well under a
+ * second here, seconds under TCG, more on a busy host), or to stop after a
+ * signal before SIGKILL.
+ */
+#define AGENT_READY_MS (getenv("BM_VM") ? 40000 : 10000)
 #define AGENT_GRACE_MS 10000
 
 struct agent_fx {
