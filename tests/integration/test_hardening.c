@@ -487,6 +487,38 @@ static void test_harden_retention_and_log_cap(void **state)
 	finish(state);
 }
 
+/*
+ * A tenant's slots come back: with tenant_max_running 2, a third effect
+ * waits while two run and starts when one ends, and forty effects one after
+ * another all start at once (an ended effect once kept its tenant's slot:
+ * the sixteenth of a tenant, at the default cap, queued for ever).
+ */
+static void test_harden_tenant_slots_come_back(void **state)
+{
+	char id[32];
+	json_t *e = NULL;
+	int i;
+
+	agent_start_cfg("", "max_running: 16\nmax_queued: 64\ntenant_max_running: 2\n"
+			"admit_cpu_pressure: 100\nadmit_mem_available: 0\n");
+	assert_int_equal(post(launch_req("hold1", "bm-sleeper", "600", NULL)), 201);
+	assert_int_equal(post(launch_req("hold2", "bm-sleeper", "600", NULL)), 201);
+	assert_int_equal(post(launch_req("third", "bm-sleeper", "10", NULL)), 202);
+	expect_state("third", "succeeded", 10000);
+	assert_true(ever_ran("third"));
+	expect_state("hold1", "succeeded", 10000);
+	expect_state("hold2", "succeeded", 10000);
+	for (i = 0; i < 40; i++) {
+		snprintf(id, sizeof(id), "seq-%d", i);
+		assert_int_equal(call("POST", "/v1/effects", launch_req(id, "bm-sleeper", "1", NULL), &e), 201);
+		json_decref(e);
+		e = NULL;
+		expect_state(id, "succeeded", 10000);
+	}
+	integ_note("a third waited for a slot; 40 in a row each started at once");
+	finish(state);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
@@ -498,6 +530,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_harden_connection_caps, setup_h, teardown_h),
 		cmocka_unit_test_setup_teardown(test_harden_one_agent, setup_h, teardown_h),
 		cmocka_unit_test_setup_teardown(test_harden_retention_and_log_cap, setup_h, teardown_h),
+		cmocka_unit_test_setup_teardown(test_harden_tenant_slots_come_back, setup_h, teardown_h),
 	};
 	size_t n;
 	int rc = runner_init("test_hardening");

@@ -43,7 +43,8 @@ vm_filter() {
 		# agent's own bookkeeping (cancels, uids, connections, locks, retention), the same on
 		# any kernel, and restarts that take minutes under TCG; the host runs all of it.
 		echo 'test_harden_cancel_queued test_harden_identity_after_restart test_harden_tenant_uids' \
-			'test_harden_connection_caps test_harden_one_agent test_harden_retention_and_log_cap'
+			'test_harden_connection_caps test_harden_one_agent test_harden_retention_and_log_cap' \
+			'test_harden_tenant_slots_come_back'
 		;;
 	test_faults)
 		# The agent stopped while a v2 memory controller holds a ceiling runs here; kill -9 at

@@ -299,8 +299,11 @@ void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
 		(void)unlink(pid_file);
 		(void)unlink(e->status_path);
 	}
-	if (e->started)
+	/* its slots, the node's and its tenant's, are free (ag_started() took them) */
+	if (e->started) {
 		a->running--;
+		ag_tenant_count(a, e->tenant, -1);
+	}
 	e->started = false;
 	if (err || e->unstored)
 		remain(a, e);
