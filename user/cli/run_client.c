@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -82,12 +83,6 @@ static const char *state_of(const json_t *eff)
 	return s ? s : "";
 }
 
-static bool final(const char *s)
-{
-	return !strcmp(s, "succeeded") || !strcmp(s, "failed") || !strcmp(s, "cancelled") ||
-	       !strcmp(s, "killed") || !strcmp(s, "deadline_exceeded");
-}
-
 /* Poll the effect until pred(state) holds or timeout_ms passes; returns it (new reference) or NULL. */
 static json_t *wait_state(const char *sock, const char *path, bool (*pred)(const char *), int timeout_ms)
 {
@@ -103,6 +98,38 @@ static json_t *wait_state(const char *sock, const char *path, bool (*pred)(const
 		nanosleep(&ms20, NULL);
 	}
 	return NULL;
+}
+
+static int outcome_line(json_t *line, void *ctx)
+{
+	json_t **out = ctx;
+	const char *type = json_string_value(json_object_get(line, "type"));
+
+	if (!type || strcmp(type, "outcome") || !json_is_object(json_object_get(line, "outcome")))
+		return 0;
+	*out = json_incref(json_object_get(line, "outcome"));
+	return 1;
+}
+
+/*
+ * The effect's outcome (a new reference), from its event stream: the line
+ * comes the moment the agent has it, with no polling; NULL after
+ * timeout_ms or if the stream ends without one.
+ */
+static json_t *outcome_of(const char *sock, const struct bm_run_opts *o, int timeout_ms)
+{
+	struct itimerspec its = { .it_value = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L } };
+	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	char path[256];
+	json_t *out = NULL;
+
+	snprintf(path, sizeof(path), "/v1/effects/%s/events%s%s", o->id,
+		 strcmp(o->tenant, "default") ? "?tenant=" : "", strcmp(o->tenant, "default") ? o->tenant : "");
+	if (tfd >= 0 && !timerfd_settime(tfd, 0, &its, NULL))
+		(void)bm_client_follow(sock, path, tfd, outcome_line, &out);
+	if (tfd >= 0)
+		close(tfd);
+	return out;
 }
 
 static bool started(const char *s)
@@ -200,10 +227,10 @@ int bm_run_client(const struct bm_run_opts *o, const char *sock)
 	(void)bm_client_call(sock, "POST", body, exitj, &eff, CALL_MS);
 	json_decref(exitj);
 	json_decref(eff);
-	eff = wait_state(sock, path, final, OUTCOME_WAIT_MS);
-	if (eff && json_is_object(json_object_get(eff, "outcome")))
+	eff = outcome_of(sock, o, OUTCOME_WAIT_MS);
+	if (eff)
 		ret = bm_report_json(&(struct bm_report_opts){ o->outcome, o->json, o->hist, o->quiet },
-				     o->id, json_object_get(eff, "outcome"));
+				     o->id, eff);
 	else
 		bm_err("the agent did not report the outcome of %s in time", o->id);
 	json_decref(eff);
