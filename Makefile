@@ -44,6 +44,7 @@ reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword
 LIBS := $(foreach l,$(call reverse,$(LAYERS)),$(O)/lib/libbm-$(l).a)
 BIN := $(O)/burstmeter
 SHIM := $(O)/bm-shim
+AGENT := $(O)/bm-agent
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/tests/unit/%,$(UNIT_SRCS))
 INTEG_SRCS := $(wildcard tests/integration/test_*.c)
@@ -57,7 +58,7 @@ WORKLOADS := $(patsubst tests/workloads/%.c,$(O)/workloads/%,$(WORKLOAD_SRCS))
 .PHONY: all deps run check check-layers check-san check-integ test test-vm bench vmlinux install \
 	clean unit-bins integ-bins image
 
-all: $(BIN) $(SHIM) $(WORKLOADS)
+all: $(BIN) $(AGENT) $(SHIM) $(WORKLOADS)
 
 # --- BPF: compile, strip DWARF and link (gen object), embed (gen skeleton)
 $(O)/bpf/%.tmp.o: bpf/%.bpf.c $(VMLINUX_H) | $(O)/bpf
@@ -87,7 +88,12 @@ $(O)/tools/%.o: tools/%.c | $(SKELS) $(O)/tools
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(BM_CFLAGS) -MMD -MP -c $< -o $@
 
+# every command but the agent: what it does not call (the HTTP server, SQLite) it does not load
 $(BIN): $(O)/tools/burstmeter.o $(LIBS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) -Wl,--as-needed -o $@ $^ $(LDLIBS)
+
+$(AGENT): $(O)/tools/bm-agent.o $(LIBS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -158,8 +164,9 @@ image: all
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux.h
 
-install: $(BIN) $(SHIM)
+install: $(BIN) $(AGENT) $(SHIM)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(prefix)/sbin/burstmeter
+	install -D -m 0755 $(AGENT) $(DESTDIR)$(prefix)/sbin/bm-agent
 	install -D -m 0755 $(SHIM) $(DESTDIR)$(prefix)/sbin/bm-shim
 
 clean:

@@ -1915,7 +1915,9 @@ def main():
     try:
         BM = Tmp.path("burstmeter")
         shutil.copy2(os.path.join(b, "burstmeter"), BM)
-        # the agent starts its shims from the bm-shim beside its binary (user/agent/agent.c)
+        # `burstmeter agent` execs the bm-agent beside it, which starts its shims from the
+        # bm-shim beside it (user/agent/agent.c)
+        shutil.copy2(os.path.join(b, "bm-agent"), Tmp.path("bm-agent"))
         shutil.copy2(os.path.join(b, "bm-shim"), Tmp.path("bm-shim"))
         st = os.stat(BM)
         binary = (f"build/burstmeter of "

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* burstmeter: one binary, a table of subcommands (like bpftool and git). */
+/*
+ * burstmeter: one binary, a table of subcommands (like bpftool and git);
+ * `agent` is bm-agent's (tools/bm-agent.c), exec'd.
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/spawner.h"
 #include "base/common.h"
 #include "cli/agent_cmds.h"
 #include "cli/mcp.h"
@@ -37,7 +39,7 @@ static int cmd_help(int argc, char **argv);
 
 static const struct cmd cmds[] = {
 	{ "run", cmd_run, "run one command as a metered effect in its own cgroup" },
-	{ "agent", bm_cmd_agent, "the node agent: API socket, state store, /metrics" },
+	{ "agent", bm_cmd_agent_exec, "the node agent (bm-agent): API socket, state store, /metrics" },
 	{ "effects", bm_cmd_effects, "list this tenant's effects (through the agent)" },
 	{ "show", bm_cmd_show, "an effect's state and outcome; --svg draws its timeline" },
 	{ "cancel", bm_cmd_cancel, "cancel an effect (through the agent)" },
@@ -84,9 +86,6 @@ int main(int argc, char **argv)
 {
 	const struct cmd *c;
 
-	/* a ready shim of the agent's spawner, exec'd by it (spawner.h) */
-	if (argc == 2 && !strcmp(argv[0], BM_SHIM_ARGV0) && !strcmp(argv[1], "--ready"))
-		bm_spawner__ready_main(BM_SHIM_READY_FD);
 	if (argc < 2) {
 		cmd_help(0, NULL);
 		return BM_EXIT_USAGE;

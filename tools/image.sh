@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-# Build the OCI image offline with buildah: FROM scratch plus burstmeter, bm-shim (static)
-# and the shared libraries burstmeter loads (ldd), tagged with burstmeter's version, and an
+# Build the OCI image offline with buildah: FROM scratch plus burstmeter, bm-agent, bm-shim
+# (static) and the shared libraries they load (ldd), tagged with burstmeter's version, and an
 # OCI archive of it for nodes to import (ctr -n k8s.io images import ...).
 # Usage: tools/image.sh BUILD_DIR [NAME]   (NAME default localhost/burstmeter)
 set -eu
@@ -21,9 +21,9 @@ version=$("$bin" --version | awk '{print $2}')
 rm -rf "$ctx"
 mkdir -p "$root/usr/local/bin" "$root/etc/burstmeter" "$root/run/burstmeter" "$root/var/lib/burstmeter" \
 	"$root/sys/fs/bpf" "$root/proc" "$root/dev"
-install -m 0755 "$bin" "$O/bm-shim" "$root/usr/local/bin/"
+install -m 0755 "$bin" "$O/bm-agent" "$O/bm-shim" "$root/usr/local/bin/"
 # every library at the path the loader looks for it, symlinks resolved (no /lib -> usr/lib here)
-for lib in $(ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+for lib in $(ldd "$bin" "$O/bm-agent" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
 	mkdir -p "$root$(dirname "$lib")"
 	cp -L "$lib" "$root$lib"
 done

@@ -44,7 +44,7 @@ mount_of() {
 [ "$(id -u)" = 0 ] || skip "needs root (containers, BPF, cgroups)"
 [ -r /sys/kernel/btf/vmlinux ] || skip "no BTF at /sys/kernel/btf/vmlinux"
 tools/deps.sh deploy || { echo "not ok 1 - tools/deps.sh deploy failed"; exit 1; }
-for f in "$O/burstmeter" "$O/bm-shim" "$O/workloads/bm-hog" "$O/workloads/bm-memtouch"; do
+for f in "$O/burstmeter" "$O/bm-agent" "$O/bm-shim" "$O/workloads/bm-hog" "$O/workloads/bm-memtouch"; do
 	[ -x "$f" ] || { echo "not ok 1 - $f is not built (make all)"; exit 1; }
 done
 

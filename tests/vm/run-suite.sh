@@ -25,6 +25,7 @@ not_built() {
 	exit 2
 }
 [ -x "$O/burstmeter" ] || not_built "$O/burstmeter"
+[ -x "$O/bm-agent" ] || not_built "$O/bm-agent"
 [ -x "$O/bm-shim" ] || not_built "$O/bm-shim"
 # Every workload and integration test that has a source must have been built.
 shopt -s nullglob
@@ -41,7 +42,7 @@ done
 # Only executables: the build dirs hold make's .d files next to them.
 rm -rf "$payload"
 mkdir -p "$payload/workloads" "$payload/tests"
-cp -p "$O/burstmeter" "$O/bm-shim" "$payload/"
+cp -p "$O/burstmeter" "$O/bm-agent" "$O/bm-shim" "$payload/"
 for f in "$O"/workloads/* "$O"/tests/integration/test_*; do
 	[ -f "$f" ] && [ -x "$f" ] || continue
 	case $f in

@@ -7,7 +7,13 @@
 #ifndef BM_AGENT_CMDS_H
 #define BM_AGENT_CMDS_H
 
+/* bm-agent, beside the burstmeter binary, whose startup the other commands need not pay */
+#define BM_AGENT_BIN "bm-agent"
+
+/* The agent itself (agent_main.c, linked into bm-agent only). */
 int bm_cmd_agent(int argc, char **argv);
+/* `burstmeter agent ARGS`: exec bm-agent ARGS; returns only on failure (1, said). */
+int bm_cmd_agent_exec(int argc, char **argv);
 int bm_cmd_effects(int argc, char **argv);
 int bm_cmd_show(int argc, char **argv);
 int bm_cmd_cancel(int argc, char **argv);
