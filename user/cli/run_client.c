@@ -22,6 +22,8 @@
 #include "cli/client.h"
 #include "cli/run_client.h"
 #include "effect/outcome.h"
+#include "effect/policy_yaml.h"
+#include "effect/trace.h"
 #include "views/report.h"
 
 #define CALL_MS 10000
@@ -54,6 +56,46 @@ static pid_t fork_paused(char *const argv[], int *go_fd)
 	return pid;
 }
 
+/* As the agent takes a tool kind (agent/request_intent.h). */
+static bool tool_ok(const char *t)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)t; p && *p; p++)
+		if (*p <= ' ' || *p == 0x7f)
+			return false;
+	return t && *t && strlen(t) <= 255 && strcmp(t, ".") && strcmp(t, "..");
+}
+
+/*
+ * What the attached process runs, for its tool kind (policy rules, backoff,
+ * /metrics) and the outcome's command: argv where the agent takes it whole
+ * (at most 256 non-empty arguments of 4096 bytes), the tool alone if not.
+ */
+static void describe(json_t *r, char *const argv[])
+{
+	const char *tool = bm_policy_tool(argv[0]), *why;
+	const char *tp = getenv(BM_TRACE_ENV);
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; a && argv[i]; i++)
+		if (i >= 256 || !*argv[i] || strlen(argv[i]) > 4096 ||
+		    json_array_append_new(a, json_string(argv[i]))) {
+			json_decref(a);
+			a = NULL;
+		}
+	if (a)
+		json_object_set_new(r, "argv", a);
+	if (tool_ok(tool))
+		json_object_set_new(r, "tool", json_string(tool));
+	/* our own trace context, if we run in one: the command inherits it, the outcome keeps it */
+	if (tp && !bm_traceparent_check(tp, &why))
+		json_object_set_new(r, "traceparent", json_string(tp));
+	else if (tp)
+		bm_warn("ignoring $%s '%.64s': %s", BM_TRACE_ENV, tp, why);
+}
+
 static json_t *request_json(const struct bm_run_opts *o, pid_t pid)
 {
 	json_t *r = json_pack("{s:s, s:s, s:s, s:i, s:I}", "id", o->id, "mode", "attach", "intent",
@@ -61,6 +103,7 @@ static json_t *request_json(const struct bm_run_opts *o, pid_t pid)
 			      (json_int_t)(o->window_ns / BM_NSEC_PER_MSEC));
 	json_t *sb = json_object();
 
+	describe(r, o->argv);
 	if (strcmp(o->tenant, "default"))
 		json_object_set_new(r, "tenant", json_string(o->tenant));
 	if (o->limits.cpu_milli)
@@ -73,6 +116,19 @@ static json_t *request_json(const struct bm_run_opts *o, pid_t pid)
 		json_object_set_new(sb, "timeout_seconds", json_real(o->limits.timeout_ns / 1e9));
 	json_object_set_new(r, "sandbox", sb);
 	return r;
+}
+
+/* A 400's first bad field, " (field: error)", or "". */
+static const char *field_said(const json_t *eff, char *buf, size_t len)
+{
+	const json_t *f = json_array_get(json_object_get(eff, "fields"), 0);
+	const char *name = json_string_value(json_object_get(f, "field"));
+	const char *why = json_string_value(json_object_get(f, "error"));
+
+	if (!name || !why)
+		return "";
+	snprintf(buf, len, " (%s: %s)", name, why);
+	return buf;
 }
 
 static const char *state_of(const json_t *eff)
@@ -128,7 +184,7 @@ static int wait_child(pid_t pid, const sigset_t *mask)
 
 int bm_run_client(const struct bm_run_opts *o, const char *sock)
 {
-	char path[256], body[256];
+	char path[256], body[512];
 	json_t *req, *eff = NULL, *exitj;
 	int st, go = -1, status, ret = BM_EXIT_INTERNAL;
 	sigset_t mask, old;
@@ -155,9 +211,10 @@ int bm_run_client(const struct bm_run_opts *o, const char *sock)
 			bm_err("--id %s: this tenant has an effect of that id already (%s): ids are not reused",
 			       o->id, state_of(eff));
 		else
-			bm_err("the agent at %s refused %s: %d %s", sock, o->id, st,
+			bm_err("the agent at %s refused %s: %d %s%s", sock, o->id, st,
 			       eff && json_string_value(json_object_get(eff, "error")) ?
-			       json_string_value(json_object_get(eff, "error")) : strerror(st < 0 ? -st : EPROTO));
+			       json_string_value(json_object_get(eff, "error")) : strerror(st < 0 ? -st : EPROTO),
+			       field_said(eff, body, sizeof(body)));
 		close(go);
 		waitpid(pid, NULL, 0);
 		json_decref(eff);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/common.h"
+#include "effect/expect.h"
 #include "effect/outcome.h"
 
 static const char *const reason_names[BM_REASON__MAX] = {
@@ -281,6 +282,11 @@ json_t *bm_outcome_json(const struct bm_outcome *o)
 	json_object_set_new(root, "retry", json_pack("{s:b, s:I, s:s}", "eligible", o->retry_eligible,
 		"after_ms", (json_int_t)o->retry_after_ms, "advice", o->advice));
 	json_object_set_new(root, "meter", meter_json(o));
+	/* only where the request had them: observed from the peaks and totals just written */
+	if (o->expect && o->expect->set)
+		json_object_set_new(root, "expect", bm_expect_json(o->expect, root));
+	if (o->traceparent && *o->traceparent)
+		json_object_set_new(root, "trace", json_pack("{s:s}", "traceparent", o->traceparent));
 	return root;
 }
 
