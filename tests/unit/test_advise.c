@@ -97,6 +97,8 @@ static int setup(void **state)
 						json_pack("{s:n, s:I, s:n, s:n}", "cpu_cores", "memory_bytes",
 							  (json_int_t)(64 * MIB), "pids", "timeout_seconds")));
 	add(fx, "acme", "make", outcome(0, 0, 0, 0, 0, 0, 0, 0, "failed", NULL));
+	/* a tool that never once ran (its name mistyped): counted, but no figure */
+	add(fx, "acme", "pytset", outcome(0, 0, 0, 0, 0, 0, 0, 0, "failed", NULL));
 	/* one that is still running: no outcome, not counted */
 	{
 		struct bm_effect_row r = { .state = BM_ST_RUNNING, .priority = 5, .created_ms = 5000,
@@ -196,6 +198,7 @@ static void test_advise_percentiles_and_recommendation(void **state)
 							     "limits"), "memory")), "128Mi");
 	assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(r, "pod"),
 							     "requests"), "cpu")), "950m");
+	/* 100 runs: the p99 is the 99th, not the largest: nothing to say */
 	assert_int_equal(json_array_size(json_object_get(r, "notes")), 0);
 	json_decref(rep);
 }
@@ -227,8 +230,10 @@ static void test_advise_ceiling_hits_leave_the_limit_unknown(void **state)
 	flags = json_object_get(r, "run_flags");
 	json_array_foreach(flags, i, x)
 		assert_string_not_equal(json_string_value(x), "--memory");
-	assert_int_equal(json_array_size(json_object_get(r, "notes")), 1);
-	note = json_string_value(json_array_get(json_object_get(r, "notes"), 0));
+	assert_int_equal(json_array_size(json_object_get(r, "notes")), 2);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(r, "notes"), 0)),
+			    "10 runs: with fewer than 100, each p99 is the largest of them");
+	note = json_string_value(json_array_get(json_object_get(r, "notes"), 1));
 	assert_non_null(strstr(note, "memory: 3 of 10 runs hit their memory ceiling of 64 MiB"));
 	assert_non_null(strstr(note, "no limit is recommended"));
 	json_decref(rep);
@@ -256,6 +261,15 @@ static void test_advise_filters_and_text(void **state)
 	assert_non_null(strstr(text, "run       --cpu 2.5 --memory 128M --pids 124 --timeout 13\n"));
 	assert_non_null(strstr(text, "memory_bytes"));
 	free(text);
+	json_decref(rep);
+	/* runs that never ran: no percentile, no recommendation */
+	rep = bm_advise_report(fx->st, "acme", "pytset");
+	assert_int_equal(json_integer_value(json_object_get(tool_of(rep, "pytset"), "runs")), 1);
+	assert_close(dnum(tool_of(rep, "pytset"), "dims", "memory_bytes", "runs"), 0);
+	assert_true(json_is_null(json_object_get(json_object_get(json_object_get(tool_of(rep, "pytset"),
+				 "recommend"), "memory_bytes"), "limit")));
+	assert_int_equal(json_array_size(json_object_get(json_object_get(tool_of(rep, "pytset"), "recommend"),
+							 "run_flags")), 0);
 	json_decref(rep);
 	/* nothing of that kind: an empty list, said so */
 	rep = bm_advise_report(fx->st, "acme", "nosuch");

@@ -19,13 +19,25 @@ const char *ag_request_tool(const struct bm_request *r)
 	return "attach";
 }
 
+/* A level in its dimension's words: "1.5 cores", "512 MiB", "64 tasks", "50 MiB/s". */
+static const char *level(enum bm_pdim d, double v, char *buf, size_t len)
+{
+	if (d == BM_P_CPU)
+		snprintf(buf, len, "%.6g cores", v);
+	else if (d == BM_P_PIDS)
+		snprintf(buf, len, "%.0f tasks", v);
+	else
+		snprintf(buf, len, "%.6g MiB%s", v / (1024.0 * 1024.0), d == BM_P_NET ? "/s" : "");
+	return buf;
+}
+
 int ag_intent_check(const struct bm_agent *a, const struct bm_request *r, const char *tenant,
 		    json_t **errs)
 {
 	struct bm_req_errs e = { .arr = json_array() };
 	const char *tool = ag_request_tool(r);
 	struct bm_policy p;
-	char field[64], why[512];
+	char field[64], why[512], a1[32], a2[32];
 	enum bm_pdim pd;
 	double want;
 	int d;
@@ -46,9 +58,10 @@ int ag_intent_check(const struct bm_agent *a, const struct bm_request *r, const 
 		if (want <= p.dim[pd].hard)
 			continue;
 		snprintf(field, sizeof(field), "expect.%s", bm_expect_key(d));
-		bm_req_error(&e, field, "declared %.9g, above the hard %s level %.9g of the policy "
-			     "for tenant %s, tool %s: it would be stopped; do less per call",
-			     want, bm_pdim_name(pd), p.dim[pd].hard, tenant, tool);
+		bm_req_error(&e, field, "declared %s, above the hard %s level %s of the policy for "
+			     "tenant %s, tool %s: it would be stopped; do less per call",
+			     level(pd, want, a1, sizeof(a1)), bm_pdim_name(pd),
+			     level(pd, p.dim[pd].hard, a2, sizeof(a2)), tenant, tool);
 	}
 	return bm_req_done(&e, errs);
 }

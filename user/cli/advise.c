@@ -188,7 +188,8 @@ static json_t *fig_json(struct group *g, int f)
 {
 	struct vec *a = &g->fig[f];
 
-	qsort(a->v, a->n, sizeof(*a->v), cmp_double);
+	if (a->n)
+		qsort(a->v, a->n, sizeof(*a->v), cmp_double);
 	return json_pack("{s:I, s:o, s:o, s:o, s:o, s:I, s:o}", "runs", (json_int_t)a->n,
 			 "p50", number(pct(a, 50), f), "p95", number(pct(a, 95), f), "p99",
 			 number(pct(a, 99), f), "max", number(pct(a, 100), f), "ceiling_hits",
@@ -250,6 +251,14 @@ static void recommend(const struct group *g, struct rec *r)
 	/* a request above its limit could never be granted */
 	r->cpu_req = r->cpu_lim && r->cpu_req > r->cpu_lim ? r->cpu_lim : r->cpu_req;
 	r->mem_req = r->mem_lim && r->mem_req > r->mem_lim ? r->mem_lim : r->mem_req;
+	/* nearest rank: ceil(0.99 n) is n itself below 100 runs */
+	if (g->fig[F_CPU].n < 100) {
+		char buf[128];
+
+		snprintf(buf, sizeof(buf), "%zu runs: with fewer than 100, each p99 is the largest of them",
+			 g->fig[F_CPU].n);
+		json_array_append_new(r->notes, json_string(buf));
+	}
 	note_hits(r, g, F_CPU, "cpu", " cores", 1);
 	note_hits(r, g, F_MEM, "memory", " MiB", MIB);
 	note_hits(r, g, F_PIDS, "pids", " tasks", 1);
@@ -312,8 +321,10 @@ static json_t *group_json(struct group *g)
 	/* fig_json() sorts each dimension's values: recommend() reads them sorted */
 	for (f = 0; f < F__MAX; f++)
 		json_object_set_new(dims, figs[f].key, fig_json(g, f));
-	qsort(g->avg_cpu.v, g->avg_cpu.n, sizeof(double), cmp_double);
-	qsort(g->avg_mem.v, g->avg_mem.n, sizeof(double), cmp_double);
+	if (g->avg_cpu.n) {
+		qsort(g->avg_cpu.v, g->avg_cpu.n, sizeof(double), cmp_double);
+		qsort(g->avg_mem.v, g->avg_mem.n, sizeof(double), cmp_double);
+	}
 	recommend(g, &r);
 	rec = json_pack("{s:s, s:I, s:{s:o, s:o}, s:{s:o, s:o}, s:o, s:o, s:o}", "method",
 			"limits: p99 of the runs' peaks (timeout: of their wall time) x 1.25, rounded up "
@@ -344,7 +355,7 @@ json_t *bm_advise_report(struct bm_store *st, const char *tenant, const char *to
 	int f, err;
 
 	err = tools ? bm_store__list(st, tenant, -1, UINT_MAX, row_fn, &c) : -ENOMEM;
-	if (!err)
+	if (!err && c.n)
 		qsort(c.g, c.n, sizeof(*c.g), cmp_runs);
 	for (i = 0; i < c.n; i++) {
 		if (!err) {

@@ -97,8 +97,8 @@ static void print_recommend(FILE *f, const json_t *r)
 	char *lim = json_dumps(json_object_get(pod, "limits"), JSON_COMPACT);
 	size_t i;
 
-	fprintf(f, "  recommended, from %lld runs (%s):\n", (long long)json_integer_value(json_object_get(r, "runs")),
-		json_string_value(json_object_get(r, "method")));
+	fprintf(f, "  recommended, from %lld runs (limits p99 x 1.25, requests p95 of the averages):\n",
+		(long long)json_integer_value(json_object_get(r, "runs")));
 	fprintf(f, "    run       ");
 	json_array_foreach(flags, i, x)
 		fprintf(f, "%s%s", i ? " " : "", json_string_value(x));
