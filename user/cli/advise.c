@@ -298,7 +298,8 @@ static json_t *forms(const struct rec *r)
 		json_object_set_new(req, "cpu", json_string(b));
 	}
 	if (r->mem_req) {
-		json_object_set_new(sb, "memory_request", json_string(bm_k8s_bytes(r->mem_req, b, sizeof(b))));
+		json_object_set_new(sb, "memory_request",
+				    json_string(bm_k8s_bytes(r->mem_req, b, sizeof(b))));
 		json_object_set_new(req, "memory", json_string(b));
 	}
 	/* the pod: what `burstmeter podspec` reads of the sandbox (no pids field; a run's own deadline) */
@@ -332,7 +333,8 @@ static json_t *group_json(struct group *g)
 			"rounded up (CPU 0.01 core, memory 4 MiB)", "runs", (json_int_t)g->fig[F_CPU].n,
 			"cpu_milli", "limit", opt_int(r.cpu_lim), "request", opt_int(r.cpu_req),
 			"memory_bytes", "limit", opt_int(r.mem_lim), "request", opt_int(r.mem_req),
-			"pids_limit", opt_int(r.pids), "timeout_seconds", opt_int(r.timeout_s), "notes", r.notes);
+			"pids_limit", opt_int(r.pids), "timeout_seconds", opt_int(r.timeout_s), "notes",
+			r.notes);
 	if (rec)
 		json_object_update_new(rec, forms(&r));
 	o = json_pack("{s:s, s:I, s:O, s:o, s:o}", "tool", g->tool, "runs", (json_int_t)g->runs, "reasons",

@@ -104,8 +104,9 @@ static void print_recommend(FILE *f, const json_t *r)
 		fprintf(f, "%s%s", i ? " " : "", json_string_value(x));
 	fprintf(f, "%s\n", json_array_size(flags) ? "" : "(none: see the notes)");
 	fprintf(f, "    sandbox   %s\n", sb ? sb : "{}");
-	fprintf(f, "    pod       requests %s, limits %s (burstmeter podspec reads them from sandbox.cpu_request, "
-		"cpu_limit, memory_request, memory_limit)\n", req ? req : "{}", lim ? lim : "{}");
+	fprintf(f, "    pod       requests %s, limits %s (burstmeter podspec reads them from "
+		"sandbox.cpu_request, cpu_limit, memory_request, memory_limit)\n", req ? req : "{}",
+		lim ? lim : "{}");
 	json_array_foreach(json_object_get(r, "notes"), i, x)
 		fprintf(f, "    note      %s\n", json_string_value(x));
 	free(sb);
@@ -180,7 +181,8 @@ int bm_cmd_advise(int argc, char **argv)
 		else if (c == 'd')
 			dir = optarg;
 		else
-			return bm_err("unknown or incomplete option (see 'burstmeter advise --help')"), BM_EXIT_USAGE;
+			return bm_err("unknown or incomplete option (see 'burstmeter advise --help')"),
+			       BM_EXIT_USAGE;
 	}
 	if (optind < argc)
 		return bad("argument", argv[optind]);
