@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/common.h"
+#include "cli/advise_cmd.h"
 #include "cli/agent_cmds.h"
 #include "cli/mcp.h"
 #include "cli/pod_cmds.h"
@@ -49,6 +50,7 @@ static const struct cmd cmds[] = {
 	{ "podspec", bm_cmd_podspec, "an agent run's Pod and NetworkPolicy, from its request" },
 	{ "podstate", bm_cmd_podstate, "an agent run's state, from its pod objects (kubectl -w)" },
 	{ "mcp", bm_cmd_mcp, "a Model Context Protocol server on stdio: metered tool calls" },
+	{ "advise", bm_cmd_advise, "ceilings and requests per tool kind, from the stored outcomes" },
 	{ "help", cmd_help, "this help" },
 };
 

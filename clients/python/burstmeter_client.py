@@ -132,6 +132,10 @@ class EffectRequest:
     window_ms: Optional[int] = None
     tenant: Optional[str] = None
     sandbox: Sandbox = field(default_factory=Sandbox)
+    # declared intent: cpu_cores, memory_bytes, pids, net_tx_bytes_per_s, net_tx_bytes, wall_seconds
+    expect: Optional[Dict[str, Quantity]] = None
+    tool: Optional[str] = None                    # attach: the tool kind it runs (else argv[0]'s)
+    traceparent: Optional[str] = None             # W3C trace context: outcome "trace", TRACEPARENT
 
     def to_json(self) -> Dict[str, Any]:
         d = _prune({k: v for k, v in asdict(self).items() if k != "sandbox"})

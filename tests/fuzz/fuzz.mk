@@ -17,7 +17,7 @@ FUZZ_LIBS := $(shell $(PKG_CONFIG) --libs $(FUZZ_PKGS) 2>/dev/null)
 
 FUZZ_TARGETS := request parse cidr policy config client
 fuzz_src_request := agent/request agent/request_sandbox agent/request_field base/parse base/cidr \
-	effect/sandbox
+	effect/sandbox agent/request_intent effect/trace
 fuzz_src_parse := base/parse
 fuzz_src_cidr := base/cidr base/parse
 fuzz_src_policy := effect/policy_yaml effect/policy base/yamldoc base/parse

@@ -78,7 +78,10 @@ static bool request_equal(const struct bm_request *a, const struct bm_request *b
 	       a->attach_pid == b->attach_pid && strv_equal(a->argv, b->argv) &&
 	       strv_equal(a->env, b->env) && !strcmp(a->cwd, b->cwd) &&
 	       a->priority == b->priority && json_equal(a->labels, b->labels) &&
-	       a->window_ns == b->window_ns && sandbox_equal(&a->sandbox, &b->sandbox);
+	       a->window_ns == b->window_ns && sandbox_equal(&a->sandbox, &b->sandbox) &&
+	       !strcmp(a->tool, b->tool) && a->expect.set == b->expect.set &&
+	       !memcmp(a->expect.v, b->expect.v, sizeof(a->expect.v)) &&
+	       !strcmp(a->traceparent, b->traceparent);
 }
 
 static void check_round_trip(const struct bm_request *r)

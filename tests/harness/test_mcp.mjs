@@ -20,9 +20,9 @@ const TOOLS = ['run_command', 'get_effect', 'cancel_effect', 'node_pressure'];
 let agent;
 const stderr = [];
 
-// one agent per era: the agent backs off a tool that keeps hitting the same ceiling, and
-// every attached effect is the same tool to it ("attach"), so one era's kills would refuse
-// the other's calls
+// one agent per era: the agent backs off a tool that keeps hitting the same ceiling (each
+// call is its command's tool kind to it: bm-balloon, bm-fanout), so one era's kills would
+// refuse the other era's calls of that tool
 after(async () => {
 	await agent?.stop();
 });
@@ -124,6 +124,25 @@ for (const era of ['legacy', 'modern']) {
 		assertCleaned(sc);
 	});
 
+	test(`${era}: a traceparent reaches the command and the outcome; a shell line is its first word's tool`, async () => {
+		const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+		const id = uid('trace');
+		const r = await call(client, era, 'run_command', {
+			id, command: 'printf %s "$TRACEPARENT"', traceparent: tp, expectations: { wall_seconds: 30, pids: 64 },
+		});
+		const sc = r.structuredContent;
+		assert.equal(r.isError, false, r.content[0].text);
+		assert.equal(sc.stdout, tp);
+		assert.equal(sc.outcome.trace.traceparent, tp);
+		assert.deepEqual(sc.outcome.command, ['/bin/sh', '-c', 'printf %s "$TRACEPARENT"']);
+		assert.deepEqual(sc.outcome.expect.declared, { pids: 64, wall_seconds: 30 });
+		assert.equal(sc.expectations.wall_seconds.exceeded, false);
+		const g = await call(client, era, 'get_effect', { id });
+		assert.equal(g.structuredContent.effect.tool, 'printf');
+		await assert.rejects(call(client, era, 'run_command', { argv: ['/bin/true'], traceparent: '00-x' }),
+			(e) => e.code === -32602 && /traceparent/.test(e.message));
+	});
+
 	test(`${era}: a call killed at its task ceiling`, async () => {
 		const r = await call(client, era, 'run_command', { argv: [wl('bm-fanout'), '16', '300'], limits: { pids: 8 } });
 		const sc = r.structuredContent;
@@ -201,11 +220,14 @@ for (const era of ['legacy', 'modern']) {
 	});
 
 	test(`${era}: the same ceiling again: the agent backs off, and the result says until when`, async () => {
-		// a second pids_ceiling within 10 min: the agent refuses new calls for 2 s (429, Retry-After)
+		// a second pids_ceiling within 10 min: the agent refuses that tool's calls for 2 s (429, Retry-After)
 		const kill = await call(client, era, 'run_command', { argv: [wl('bm-fanout'), '16', '300'], limits: { pids: 8 } });
 		assert.equal(kill.structuredContent.reason, 'pids_ceiling');
-		assert.match(kill.content[0].text, /1 earlier attach effect hit pids_ceiling in the last 10 min: wait 2 s/);
-		const r = await call(client, era, 'run_command', { argv: ['/bin/true'] });
+		assert.match(kill.content[0].text, /1 earlier bm-fanout effect hit pids_ceiling in the last 10 min: wait 2 s/);
+		// another tool is not held back by bm-fanout's walls (every attached call was "attach" once)
+		const other = await call(client, era, 'run_command', { argv: ['/bin/true'] });
+		assert.equal(other.isError, false, other.content[0].text);
+		const r = await call(client, era, 'run_command', { argv: [wl('bm-fanout'), '2', '10'] });
 		assert.equal(r.isError, true);
 		assert.equal(r.structuredContent.state, 'refused');
 		assert.equal(r.structuredContent.refused.status, 429);

@@ -48,6 +48,23 @@ class PythonClient(unittest.TestCase):
         self.assertFalse(self.c.submit(req).created)
         self.assertIn(req.id, [x.id for x in self.c.list(limit=50)])
 
+    def test_intent_and_trace(self):
+        """python: declared intent against observed, and the trace context in the command and the outcome"""
+        tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        req = bmc.EffectRequest(id=uid("intent"), argv=["/bin/sh", "-c", f'test "$TRACEPARENT" = {tp}'],
+                                expect={"memory_bytes": "1Mi", "wall_seconds": 30}, traceparent=tp)
+        self.c.submit(req)
+        o = self.c.wait(req.id, timeout=30)
+        self.assertEqual(o.termination.reason, "completed")
+        self.assertEqual(o.raw["trace"]["traceparent"], tp)
+        self.assertEqual(o.raw["expect"]["declared"], {"memory_bytes": 1 << 20, "wall_seconds": 30.0})
+        self.assertIn("memory_bytes", o.raw["expect"]["exceeded"])
+        # above the request's own limit: refused, by field
+        with self.assertRaises(bmc.InvalidRequest) as cm:
+            self.c.submit(bmc.EffectRequest(id=uid("intent"), argv=["/bin/true"], expect={"pids": 9},
+                                            sandbox=bmc.Sandbox(pids_limit=8)))
+        self.assertEqual([f.field for f in cm.exception.fields], ["expect.pids"])
+
     def test_stream(self):
         """python: stream: windows while it runs, then the outcome"""
         req = bmc.EffectRequest(id=uid("stream"), argv=[wl("bm-spike"), "40", "100", "8"])

@@ -39,6 +39,18 @@ test('typescript: submit and wait: a launched effect\'s outcome', async () => {
 	assert.ok((await c.list({ limit: 50 })).some((x) => x.id === req.id));
 });
 
+test('typescript: declared intent against observed, and the trace context', async () => {
+	const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+	const req = { id: uid('intent'), argv: ['/bin/sh', '-c', `test "$TRACEPARENT" = ${tp}`],
+		expect: { memory_bytes: '1Mi', wall_seconds: 30 }, traceparent: tp };
+	await c.submit(req);
+	const o = await c.wait(req.id, 30000);
+	assert.equal(o.termination.reason, 'completed');
+	assert.deepEqual(o.trace, { traceparent: tp });
+	assert.deepEqual(o.expect.declared, { memory_bytes: 2 ** 20, wall_seconds: 30 });
+	assert.ok(o.expect.exceeded.includes('memory_bytes'));
+});
+
 test('typescript: stream: windows while it runs, then the outcome', async () => {
 	const id = uid('stream');
 	await c.submit({ id, argv: [wl('bm-spike'), '40', '100', '8'] });

@@ -36,11 +36,14 @@ static json_t *no_limits(void)
 	return json_pack("{s:n, s:n, s:n, s:n}", "cpu_cores", "memory_bytes", "pids", "timeout_seconds");
 }
 
+/* expect: the outcome's "expect" member (declared, observed, exceeded), or NULL. */
 static void expect_summary(json_t *o, const json_t *expect, const char *want)
 {
 	char buf[1024];
 
-	bm_mcp_summary(o, expect, buf, sizeof(buf));
+	if (expect)
+		json_object_set(o, "expect", (json_t *)expect);
+	bm_mcp_summary(o, buf, sizeof(buf));
 	json_decref(o);
 	if (strcmp(buf, want))
 		fail_msg("summary\n  got:  %s\n  want: %s", buf, want);
@@ -90,14 +93,22 @@ static void test_mcp_summary_reasons(void **state)
 
 static void test_mcp_summary_expectations(void **state)
 {
-	json_t *expect = json_pack("{s:I, s:f}", "memory_bytes", (json_int_t)(64 * MIB), "wall_seconds", 5.0), *rep;
 	json_t *o = outcome("completed", "process", 1.0, json_pack("{s:i, s:n}", "code", 0, "signal"), no_limits(),
 			    100 * MIB, 1, "");
+	/* what the agent writes (effect/expect.h) for memory_bytes 64 MiB and wall_seconds 5 */
+	struct bm_expect x = { BM_X_BIT(BM_X_MEM) | BM_X_BIT(BM_X_WALL), { [BM_X_MEM] = 64 * MIB,
+								       [BM_X_WALL] = 5000000000ULL } };
+	json_t *expect = bm_expect_json(&x, o), *rep;
 
 	(void)state;
-	rep = bm_mcp_expect_report(o, expect);
+	assert_null(bm_mcp_expect_report(o));
+	json_object_set(o, "expect", expect);
+	rep = bm_mcp_expect_report(o);
 	assert_true(json_is_true(json_object_get(json_object_get(rep, "memory_bytes"), "exceeded")));
 	assert_true(json_is_false(json_object_get(json_object_get(rep, "wall_seconds"), "exceeded")));
+	assert_true(json_number_value(json_object_get(json_object_get(rep, "memory_bytes"), "observed")) ==
+		    100 * MIB);
+	assert_true(json_number_value(json_object_get(json_object_get(rep, "wall_seconds"), "expected")) == 5.0);
 	json_decref(rep);
 	expect_summary(o, expect, "completed in 1.00 s (exit 0); peak cpu 0.50 cores, mem 100 MiB, 1 tasks; beyond "
 		       "what was expected: memory_bytes 100 MiB against 64 MiB expected");
@@ -179,8 +190,13 @@ static void test_mcp_req_errors(void **state)
 	expect_fields("{\"command\": \"\"}", (const char *[]){ "command", NULL });
 	expect_fields("{\"argv\": [\"x\"], \"cwd\": \"/no/such/dir\", \"timeout_seconds\": -1, "
 		      "\"network_policy\": \"sometimes\", \"expectations\": {\"memory\": \"lots\"}, \"id\": \"a b\"}",
-		      (const char *[]){ "cwd", "expectations.memory", "id", "timeout_seconds", "network_policy",
+		      (const char *[]){ "cwd", "id", "timeout_seconds", "network_policy", "expectations.memory",
 					NULL });
+	/* the agent's checks of an expectation, under the tool's names */
+	expect_fields("{\"argv\": [\"x\"], \"limits\": {\"memory\": \"64Mi\"}, \"expectations\": {\"memory\": \"128Mi\", "
+		      "\"wall_seconds\": 0, \"nope\": 1}, \"traceparent\": \"00-00\"}",
+		      (const char *[]){ "expectations.nope", "expectations.wall_seconds", "expectations.memory",
+					"traceparent", NULL });
 }
 
 static void test_mcp_req_valid(void **state)
@@ -207,7 +223,10 @@ static void test_mcp_req_valid(void **state)
 	assert_true(r.netns);
 	assert_false(r.egress_filter);
 	assert_int_equal(r.max_output, 100);
-	assert_int_equal(json_integer_value(json_object_get(r.expect, "memory_bytes")), 100 * 1024 * 1024);
+	assert_int_equal(r.expect.set, BM_X_BIT(BM_X_MEM));
+	assert_int_equal(r.expect.v[BM_X_MEM], 100 * 1024 * 1024);
+	/* a shell line's tool kind is its first word's */
+	assert_string_equal(r.tool, "echo");
 	/* the agent's own form: it parses back there */
 	assert_int_equal(json_integer_value(json_object_get(r.sandbox, "pids_limit")), 64);
 	assert_true(!strncmp(r.id, "mcp-", 4));

@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "effect/expect.h"
 #include "effect/outcome.h"
 
 #define MIB (1024ULL * 1024)
@@ -465,6 +466,60 @@ static void test_json_never_ran(void **state)
 	json_decref(j);
 }
 
+
+/* Declared intent against what was used, and the trace context: only where the request had them. */
+static void test_json_expect_and_trace(void **state)
+{
+	static const char tp[] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+	struct bm_expect x = {
+		BM_X_BIT(BM_X_CPU) | BM_X_BIT(BM_X_MEM) | BM_X_BIT(BM_X_PIDS) |
+			BM_X_BIT(BM_X_NET_BYTES) | BM_X_BIT(BM_X_WALL),
+		{ [BM_X_CPU] = 1500, [BM_X_MEM] = 512 * MIB, [BM_X_PIDS] = 23,
+		  [BM_X_NET_BYTES] = MIB, [BM_X_WALL] = 20000000000ULL },
+	};
+	struct bm_summary s;
+	struct bm_outcome o;
+	json_t *j, *over;
+
+	full_outcome(&o, &s);
+	j = round_trip(&o);
+	assert_null(json_object_get(j, "expect"));
+	assert_null(json_object_get(j, "trace"));
+	json_decref(j);
+	o.expect = &x;
+	o.traceparent = tp;
+	j = round_trip(&o);
+	expect_num(j, "expect.declared.cpu_cores", 1.5);
+	expect_int(j, "expect.declared.memory_bytes", 512 * MIB);
+	expect_int(j, "expect.declared.pids", 23);
+	expect_int(j, "expect.declared.net_tx_bytes", MIB);
+	expect_num(j, "expect.declared.wall_seconds", 20);
+	assert_null(json_object_get(at(j, "expect.declared"), "net_tx_bytes_per_s"));
+	/* observed: the peaks, the total and the duration written beside it */
+	expect_num(j, "expect.observed.cpu_cores", 1.97);
+	expect_int(j, "expect.observed.memory_bytes", 384 * MIB);
+	expect_int(j, "expect.observed.pids", 23);
+	expect_int(j, "expect.observed.net_tx_bytes", 9437184);
+	expect_num(j, "expect.observed.wall_seconds", 12.41);
+	/* above, not at: 23 tasks against 23 declared is as said */
+	over = at(j, "expect.exceeded");
+	assert_int_equal(json_array_size(over), 2);
+	assert_string_equal(json_string_value(json_array_get(over, 0)), "cpu_cores");
+	assert_string_equal(json_string_value(json_array_get(over, 1)), "net_tx_bytes");
+	expect_str(j, "trace.traceparent", tp);
+	/* the contract's keys are all still there */
+	expect_str(j, "termination.reason", "completed");
+	expect_int(j, "peak.pids", 23);
+	json_decref(j);
+	/* nothing declared, an empty trace: neither key */
+	x.set = 0;
+	o.traceparent = "";
+	j = round_trip(&o);
+	assert_null(json_object_get(j, "expect"));
+	assert_null(json_object_get(j, "trace"));
+	json_decref(j);
+}
+
 /* ---- bm_outcome_write */
 
 static int tmpdir_setup(void **state)
@@ -628,6 +683,7 @@ int main(void)
 		cmocka_unit_test(test_json_histograms_hold_every_window),
 		cmocka_unit_test(test_json_actions_exit_termination_retry_meter),
 		cmocka_unit_test(test_json_never_ran),
+		cmocka_unit_test(test_json_expect_and_trace),
 		cmocka_unit_test_setup_teardown(test_write_file_atomically, tmpdir_setup,
 						tmpdir_teardown),
 		cmocka_unit_test_setup_teardown(test_write_dash_is_stdout, tmpdir_setup,

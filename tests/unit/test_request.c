@@ -88,6 +88,14 @@ static char *dump(json_t *j)
 	return s ? s : strdup("(null)");
 }
 
+static char *dump_free(json_t *j)
+{
+	char *s = dump(j);
+
+	json_decref(j);
+	return s;
+}
+
 /* Parse req (consumed) the way the agent gets it: as text. */
 static int parse_json(json_t *req, struct bm_request *r, json_t **errs)
 {
@@ -354,8 +362,6 @@ static void test_request_pid_and_argv_follow_the_mode(void **state)
 	}
 	expect_bad(set(with("mode", json_string("attach")), "argv", NULL), "pid",
 		   "required with mode \"attach\"");
-	expect_bad(set(with("mode", json_string("attach")), "pid", json_integer(1)), "argv",
-		   "not allowed with mode \"attach\"");
 	expect_bad(with("pid", json_integer(1)), "pid", "not allowed with mode \"launch\"");
 	expect_bad(with("argv", NULL), "argv", "required with mode \"launch\"");
 	/* an unknown mode: only the mode is wrong, pid/argv cannot be judged */
@@ -951,7 +957,7 @@ static void test_request_every_error_is_reported_together(void **state)
 		" \"allowed_egress_cidrs\": [\"10.0.0.0/8\", \"bad\", \"10.0.0.1/8\"],"
 		" \"read_only_root_fs\": \"yes\"}}";
 	static const char *const fields[] = {
-		"extra", "id", "argv[1]", "pid", "argv", "env.A", "cwd", "priority",
+		"extra", "id", "argv[1]", "pid", "env.A", "cwd", "priority",
 		"labels.Bad", "window_ms", "sandbox.nope", "sandbox.cpu_request",
 		"sandbox.memory_limit", "sandbox.allowed_egress_cidrs[1]",
 		"sandbox.allowed_egress_cidrs[2]", "sandbox.read_only_root_fs",
@@ -1029,6 +1035,10 @@ static void assert_request_equal(const struct bm_request *a, const struct bm_req
 	assert_int_equal(x->read_only_root_fs, y->read_only_root_fs);
 	assert_int_equal(x->run_as_non_root, y->run_as_non_root);
 	assert_int_equal(x->drop_all_capabilities, y->drop_all_capabilities);
+	assert_string_equal(a->tool, b->tool);
+	assert_int_equal(a->expect.set, b->expect.set);
+	assert_memory_equal(a->expect.v, b->expect.v, sizeof(a->expect.v));
+	assert_string_equal(a->traceparent, b->traceparent);
 }
 
 /* body -> request -> canonical JSON text -> request: equal, and canonical again. */
@@ -1070,6 +1080,12 @@ static void test_request_canonical_form_round_trips(void **state)
 		"\"env\":{\"Z\":\"1=2\",\"A\":\"\"},\"sandbox\":{\"network_policy\":"
 		"\"egress_allow_list\","
 		"\"allowed_egress_cidrs\":[\"::FFFF:10.0.0.0/104\",\"0.0.0.0/0\"]}}",
+		"{\"id\":\"c\",\"mode\":\"attach\",\"pid\":9,\"argv\":[\"/bin/sh\",\"-c\",\"x\"],"
+		"\"tool\":\"pytest\",\"traceparent\":"
+		"\"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\","
+		"\"expect\":{\"cpu_cores\":0.0015,\"memory_bytes\":\"1.5Gi\",\"pids\":3,"
+		"\"net_tx_bytes_per_s\":0,\"net_tx_bytes\":1e3,\"wall_seconds\":604799.999999999}}",
+		"{\"id\":\"d\",\"argv\":[\"x\"],\"expect\":{\"wall_seconds\":\"0.001000001\"}}",
 	};
 	json_t *sb, *j = round_trip(full_body);
 	size_t i;
@@ -1091,6 +1107,147 @@ static void test_request_canonical_form_round_trips(void **state)
 		json_decref(round_trip(bodies[i]));
 }
 
+
+/* Attach may say what the process runs: argv (its tool kind, the outcome's command) or tool. */
+static void test_request_attach_describes_what_it_runs(void **state)
+{
+	static const char *const bad_tools[] = { "", "a/b", "py test", "tab\\t", ".", "..", "\\u007f" };
+	struct bm_request r;
+	char body[256];
+	size_t i;
+
+	expect_ok(set(set(with("mode", json_string("attach")), "pid", json_integer(7)), "tool",
+		      json_string("pytest")), &r);
+	assert_int_equal(r.mode, BM_REQ_ATTACH);
+	assert_string_equal(r.argv[0], "pytest");
+	assert_string_equal(r.tool, "pytest");
+	bm_request_free(&r);
+	expect_ok(set(set(set(base(), "mode", json_string("attach")), "pid", json_integer(7)), "argv",
+		      NULL), &r);
+	assert_null(r.argv);
+	assert_string_equal(r.tool, "");
+	bm_request_free(&r);
+	/* a tool kind is a command's basename: 255 bytes, no '/', no blanks */
+	expect_ok(set(set(set(with("mode", json_string("attach")), "pid", json_integer(7)), "argv", NULL),
+		      "tool", str_of('t', 255)), &r);
+	bm_request_free(&r);
+	expect_bad(set(set(set(with("mode", json_string("attach")), "pid", json_integer(7)), "argv", NULL),
+		       "tool", str_of('t', 256)), "tool", "256 bytes long, at most 255");
+	for (i = 0; i < N(bad_tools); i++) {
+		snprintf(body, sizeof(body), "{\"id\": \"a\", \"mode\": \"attach\", \"pid\": 7, "
+			 "\"tool\": \"%s\"}", bad_tools[i]);
+		expect_bad_str(body, "tool", "expected a tool kind");
+	}
+	/* a launch's tool kind is its argv[0]'s: it cannot be named otherwise */
+	expect_bad(with("tool", json_string("make")), "tool", "only with mode \"attach\"");
+	expect_bad(set(set(set(with("mode", json_string("attach")), "pid", json_integer(7)), "argv",
+			   json_pack("[s, s]", "x", "")), "tool", json_string("x")), "argv[1]",
+		   "must not be empty");
+}
+
+/* expect: each declaration a quantity in the outcome's terms, never above the request's own limits. */
+static void test_request_expect_declarations(void **state)
+{
+	struct bm_request r;
+	json_t *x;
+
+	x = json_pack("{s:s, s:s, s:i, s:i, s:s, s:s}", "cpu_cores", "1500m", "memory_bytes", "256Mi",
+		      "pids", 64, "net_tx_bytes_per_s", 0, "net_tx_bytes", "10M", "wall_seconds", "2m");
+	expect_ok(with("expect", x), &r);
+	assert_int_equal(r.expect.set, (1U << BM_X__MAX) - 1);
+	assert_int_equal(r.expect.v[BM_X_CPU], 1500);
+	assert_int_equal(r.expect.v[BM_X_MEM], 256 * MIB);
+	assert_int_equal(r.expect.v[BM_X_PIDS], 64);
+	/* "sends nothing" is a declaration too */
+	assert_int_equal(r.expect.v[BM_X_NET_RATE], 0);
+	assert_true(r.expect.set & BM_X_BIT(BM_X_NET_RATE));
+	assert_int_equal(r.expect.v[BM_X_NET_BYTES], 10 * MIB);
+	assert_int_equal(r.expect.v[BM_X_WALL], 120 * NS_PER_S);
+	bm_request_free(&r);
+	expect_ok(with("expect", json_pack("{s:f, s:f}", "cpu_cores", 0.001, "wall_seconds", 0.001)), &r);
+	assert_int_equal(r.expect.v[BM_X_CPU], 1);
+	assert_int_equal(r.expect.v[BM_X_WALL], NS_PER_MS);
+	bm_request_free(&r);
+	expect_ok(base(), &r);
+	assert_int_equal(r.expect.set, 0);
+	bm_request_free(&r);
+	expect_bad(with("expect", json_pack("{s:f}", "cpu_cores", 0.0001)), "expect.cpu_cores",
+		   "out of range");
+	expect_bad(with("expect", json_pack("{s:i}", "pids", 0)), "expect.pids", "out of range");
+	expect_bad(with("expect", json_pack("{s:s}", "memory_bytes", "lots")), "expect.memory_bytes",
+		   "invalid \"lots\"");
+	expect_bad(with("expect", json_pack("{s:b}", "wall_seconds", 1)), "expect.wall_seconds",
+		   "must be a number or a string");
+	expect_bad(with("expect", json_pack("{s:i}", "memory", 1)), "expect.memory", "unknown field");
+	expect_bad(with("expect", json_string("small")), "expect", "must be an object");
+	/* at its limit is fine, past it the call could never have it */
+	x = json_pack("{s:s, s:s, s:i, s:s}", "cpu_cores", "2", "memory_bytes", "1Gi", "pids", 64,
+		      "wall_seconds", "600");
+	expect_ok(set(set(set(set(with("expect", x), "sandbox.cpu_limit", json_string("2")),
+			      "sandbox.memory_limit", json_string("1Gi")), "sandbox.pids_limit",
+			  json_integer(64)), "sandbox.timeout_seconds", json_integer(600)), &r);
+	bm_request_free(&r);
+	expect_bad(set(with("expect", json_pack("{s:s}", "memory_bytes", "1025Mi")),
+		       "sandbox.memory_limit", json_string("1Gi")), "expect.memory_bytes",
+		   "declared 1074790400 bytes, above sandbox.memory_limit 1073741824 bytes");
+	expect_bad(set(with("expect", json_pack("{s:f}", "cpu_cores", 2.5)), "sandbox.cpu_limit",
+		       json_string("2")), "expect.cpu_cores", "declared 2.5 cores, above sandbox.cpu_limit 2");
+	expect_bad(set(with("expect", json_pack("{s:i}", "pids", 65)), "sandbox.pids_limit",
+		       json_integer(64)), "expect.pids", "above sandbox.pids_limit 64 tasks");
+	expect_bad(set(with("expect", json_pack("{s:s}", "wall_seconds", "601")),
+		       "sandbox.timeout_seconds", json_integer(600)), "expect.wall_seconds",
+		   "declared 601 s, above sandbox.timeout 600 s");
+}
+
+/* traceparent: the W3C format, as a field or a header, and one trace, not two. */
+static void test_request_traceparent_field_and_header(void **state)
+{
+	static const char tp[] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+	static const char *const bad[] = {
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0",	/* short */
+		"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",	/* uppercase */
+		"00-00000000000000000000000000000000-00f067aa0ba902b7-01",	/* zero trace */
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",	/* zero parent */
+		"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",	/* version ff */
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",	/* 00 is 55 long */
+		"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x",	/* no '-' after */
+		"00_4bf92f3577b34da6a3ce929d0e0e4736_00f067aa0ba902b7_01",
+	};
+	struct bm_request r;
+	json_t *errs = NULL;
+	char *text;
+	size_t i;
+	int err;
+
+	expect_ok(with("traceparent", json_string(tp)), &r);
+	assert_string_equal(r.traceparent, tp);
+	bm_request_free(&r);
+	/* a later version may carry more, after a '-' */
+	expect_ok(with("traceparent",
+		       json_string("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-abcd")), &r);
+	bm_request_free(&r);
+	for (i = 0; i < N(bad); i++)
+		expect_bad(with("traceparent", json_string(bad[i])), "traceparent",
+			   "invalid traceparent");
+	expect_bad(with("traceparent", json_integer(1)), "traceparent", "must be a string");
+	/* the header alone, the header and an equal field, then two different traces */
+	text = dump_free(base());
+	assert_int_equal(bm_request_parse_with(text, strlen(text), tp, &r, &errs), 0);
+	assert_string_equal(r.traceparent, tp);
+	bm_request_free(&r);
+	free(text);
+	text = dump_free(with("traceparent", json_string(tp)));
+	assert_int_equal(bm_request_parse_with(text, strlen(text), tp, &r, &errs), 0);
+	bm_request_free(&r);
+	err = bm_request_parse_with(text, strlen(text), bad[0], &r, &errs);
+	expect_errs(err, &r, errs, "traceparent", "invalid traceparent");
+	errs = NULL;
+	err = bm_request_parse_with(text, strlen(text),
+				    "00-4bf92f3577b34da6a3ce929d0e0e4737-00f067aa0ba902b7-01", &r, &errs);
+	expect_errs(err, &r, errs, "traceparent", "the traceparent header and field differ");
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1099,6 +1256,9 @@ int main(void)
 		cmocka_unit_test(test_request_id_and_tenant_are_names),
 		cmocka_unit_test(test_request_intent_is_bounded_in_bytes),
 		cmocka_unit_test(test_request_attach_mode_takes_a_pid),
+		cmocka_unit_test(test_request_attach_describes_what_it_runs),
+		cmocka_unit_test(test_request_expect_declarations),
+		cmocka_unit_test(test_request_traceparent_field_and_header),
 		cmocka_unit_test(test_request_pid_and_argv_follow_the_mode),
 		cmocka_unit_test(test_request_argv_limits),
 		cmocka_unit_test(test_request_argv_rejects_nul_by_field),

@@ -20,12 +20,14 @@
 #include "agent/finish.h"
 #include "agent/identity.h"
 #include "agent/index.h"
+#include "agent/intent.h"
 #include "agent/shim.h"
 #include "agent/spawner.h"
 #include "agent/watch.h"
 #include "base/common.h"
 #include "effect/egress.h"
 #include "effect/policy_yaml.h"
+#include "effect/trace.h"
 
 static int grow(struct bm_agent *a)
 {
@@ -120,7 +122,7 @@ static void start_failed(struct bm_agent *a, struct ag_effect *e, int exec_errno
 
 static int launch(struct bm_agent *a, struct ag_effect *e)
 {
-	char log[PATH_MAX];
+	char log[PATH_MAX], **traced = NULL;
 	struct bm_exec x;
 	const int *join;
 	int n, log_fd, null_fd, ret;
@@ -137,9 +139,12 @@ static int launch(struct bm_agent *a, struct ag_effect *e)
 	log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	exec_opts(a, e, &x, log_fd, null_fd);
+	/* the caller's trace context, for the command's own spans: copied by the launch below */
+	if (e->req.traceparent[0] && (traced = bm_trace_env(x.envp, e->req.traceparent)))
+		x.envp = traced;
 	join = bm_ceilings_join_fds(&e->sup.ceil, &n);
-	ret = -EPIPE;
-	if (a->spawner) {
+	ret = e->req.traceparent[0] && !traced ? -ENOMEM : -EPIPE;
+	if (a->spawner && ret != -ENOMEM) {
 		/* the fds went with the request: the answer comes later (ag_launched()) */
 		ret = bm_spawner__send(a->spawner, e->seq, e->sup.cg->dirfd, join, n, e->req.argv, &x,
 				       e->status_path);
@@ -148,7 +153,7 @@ static int launch(struct bm_agent *a, struct ag_effect *e)
 		if (ret == -EPIPE || ret == -ECONNRESET)
 			ag_spawner_gone(a);
 	}
-	if (!a->spawner) {
+	if (!a->spawner && ret != -ENOMEM) {
 		ret = bm_effect_shim(e->sup.cg->dirfd, join, n, e->req.argv, &x, e->status_path, &e->shim,
 				     &pid);
 		e->sup.child.pid = pid;
@@ -157,6 +162,7 @@ static int launch(struct bm_agent *a, struct ag_effect *e)
 		close(log_fd);
 	if (null_fd >= 0)
 		close(null_fd);
+	free(traced);
 	return ret;
 }
 
@@ -191,6 +197,8 @@ void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_op
 	so->tenant = e->tenant;
 	so->intent = e->req.intent;
 	so->argv = e->req.argv;
+	so->expect = &e->req.expect;
+	so->traceparent = e->req.traceparent;
 	so->window_ns = e->req.window_ns;
 	so->limits.cpu_milli = e->req.sandbox.cpu_limit_milli;
 	so->limits.memory_bytes = e->req.sandbox.memory_limit;
@@ -367,14 +375,14 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 	uid_t run_uid = uid;
 	gid_t run_gid = gid;
 	struct bm_effect_row row = { 0 };
-	const char *tool = req->mode == BM_REQ_ATTACH ? "attach" : bm_policy_tool(req->argv[0]);
-	char own[BM_NAME_MAX + 1];
+	char own[BM_NAME_MAX + 1], tool[sizeof(req->tool)];
 	struct ag_effect *e;
 	uint64_t until;
 	json_t *canon;
 	int err;
 
-	/* tenant may point into *req, which is taken over (and zeroed) below */
+	/* tenant and the tool may point into *req, which is taken over (and zeroed) below */
+	snprintf(tool, sizeof(tool), "%s", ag_request_tool(req));
 	snprintf(own, sizeof(own), "%s", tenant);
 	tenant = own;
 	*out = ag_find(a, tenant, req->id);

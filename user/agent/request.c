@@ -14,6 +14,7 @@
 
 #include "agent/request.h"
 #include "agent/request_field.h"
+#include "agent/request_intent.h"
 #include "agent/request_sandbox.h"
 #include "base/common.h"
 
@@ -26,7 +27,7 @@
 
 static const char *const top_keys[] = {
 	"id", "tenant", "intent", "mode", "pid", "argv", "env", "cwd", "priority", "labels",
-	"window_ms", "sandbox", NULL,
+	"window_ms", "sandbox", "expect", "tool", "traceparent", NULL,
 };
 
 static long long int_field(struct bm_req_errs *e, json_t *obj, const char *key, long long min,
@@ -125,8 +126,10 @@ static void parse_mode(struct bm_req_errs *e, json_t *root, struct bm_request *r
 		return;
 	if (r->mode == BM_REQ_ATTACH && !pid)
 		bm_req_error(e, "pid", "required with mode \"attach\"");
-	if (r->mode == BM_REQ_ATTACH && argv)
-		bm_req_error(e, "argv", "not allowed with mode \"attach\"");
+	/* attach's argv only says what the process runs: its tool kind, the outcome's command */
+	if (r->mode == BM_REQ_LAUNCH && json_object_get(root, "tool"))
+		bm_req_error(e, "tool", "only with mode \"attach\": a launch's tool kind is its "
+			     "argv[0]'s basename");
 	if (r->mode == BM_REQ_LAUNCH && !argv)
 		bm_req_error(e, "argv", "required with mode \"launch\"");
 	if (r->mode == BM_REQ_LAUNCH && pid)
@@ -270,9 +273,45 @@ static void parse_root(struct bm_req_errs *e, json_t *root, struct bm_request *r
 		parse_labels(e, v, r);
 	r->window_ns = (uint64_t)int_field(e, root, "window_ms", 1, 1000, 10) * BM_NSEC_PER_MSEC;
 	bm_sandbox_parse(e, json_object_get(root, "sandbox"), &r->sandbox);
+	/* after the sandbox: a declaration is held against its limits */
+	bm_expect_parse(e, json_object_get(root, "expect"), &r->sandbox, &r->expect);
+	v = json_object_get(root, "tool");
+	if (v)
+		bm_req_tool(e, v, r->tool);
+	v = json_object_get(root, "traceparent");
+	if (v)
+		bm_req_traceparent(e, "traceparent", v, r->traceparent);
+}
+
+/* The traceparent header: checked as the field is, and one trace, not two. */
+static void parse_header_tp(struct bm_req_errs *e, const char *hdr, json_t *root,
+			    struct bm_request *r)
+{
+	char tp[BM_TRACEPARENT_MAX + 1] = "";
+	json_t *v = json_string(hdr);
+	const char *field = json_string_value(json_object_get(root, "traceparent"));
+
+	if (!v) {
+		bm_req_error(e, "traceparent", "the traceparent header is not valid UTF-8");
+		return;
+	}
+	bm_req_traceparent(e, "traceparent", v, tp);
+	json_decref(v);
+	if (!tp[0])
+		return;
+	if (field && strcmp(field, tp))
+		bm_req_error(e, "traceparent", "the traceparent header and field differ: give one");
+	else
+		strcpy(r->traceparent, tp);
 }
 
 int bm_request_parse(const char *body, size_t len, struct bm_request *out, json_t **errs)
+{
+	return bm_request_parse_with(body, len, NULL, out, errs);
+}
+
+int bm_request_parse_with(const char *body, size_t len, const char *traceparent_header,
+			  struct bm_request *out, json_t **errs)
 {
 	struct bm_req_errs e = { .arr = json_array() };
 	json_t *root;
@@ -286,6 +325,8 @@ int bm_request_parse(const char *body, size_t len, struct bm_request *out, json_
 	root = bm_req_load(&e, body, len, BM_REQ_MAX_BODY);
 	if (root)
 		parse_root(&e, root, out);
+	if (root && traceparent_header)
+		parse_header_tp(&e, traceparent_header, root, out);
 	json_decref(root);
 	err = bm_req_done(&e, errs);
 	if (err)
@@ -335,6 +376,10 @@ json_t *bm_request_json(const struct bm_request *r)
 	if (r->mode == BM_REQ_ATTACH) {
 		bad |= json_object_set_new(o, "mode", json_string("attach"));
 		bad |= json_object_set_new(o, "pid", json_integer(r->attach_pid));
+		if (r->argv)
+			bad |= json_object_set_new(o, "argv", strv_json(r->argv));
+		if (r->tool[0])
+			bad |= json_object_set_new(o, "tool", json_string(r->tool));
 	} else {
 		bad |= json_object_set_new(o, "mode", json_string("launch"));
 		bad |= json_object_set_new(o, "argv", strv_json(r->argv));
@@ -349,6 +394,10 @@ json_t *bm_request_json(const struct bm_request *r)
 	bad |= json_object_set_new(o, "window_ms",
 				   json_integer((json_int_t)(r->window_ns / BM_NSEC_PER_MSEC)));
 	bad |= json_object_set_new(o, "sandbox", bm_sandbox_json(&r->sandbox));
+	if (r->expect.set)
+		bad |= json_object_set_new(o, "expect", bm_expect_request_json(&r->expect));
+	if (r->traceparent[0])
+		bad |= json_object_set_new(o, "traceparent", json_string(r->traceparent));
 	if (bad) {
 		json_decref(o);
 		errno = ENOMEM;

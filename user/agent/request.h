@@ -14,7 +14,9 @@
 #include <sys/types.h>
 
 #include "base/parse.h"
+#include "effect/expect.h"
 #include "effect/sandbox.h"
+#include "effect/trace.h"
 
 #define BM_REQ_MAX_ARGS 256
 #define BM_REQ_MAX_ENV 256
@@ -29,13 +31,17 @@ struct bm_request {
 	char intent[4097];
 	enum bm_req_mode mode;			/* "launch" (default) or "attach" */
 	pid_t attach_pid;			/* attach: the process to meter */
-	char **argv;				/* launch: NULL-terminated, owned */
+	char **argv;				/* NULL-terminated, owned; launch: required; attach:
+						 * optional, what the process runs (tool kind, outcome) */
+	char tool[256];				/* attach: its tool kind ("": argv[0]'s basename) */
 	char **env;				/* "K=V", NULL-terminated, owned; NULL = inherit none */
 	char cwd[PATH_MAX];			/* absolute, "" = / */
 	int priority;				/* 1-10, default 5 */
 	json_t *labels;				/* object string -> string, owned; never NULL */
 	uint64_t window_ns;			/* default 10 ms */
 	struct bm_sandbox sandbox;
+	struct bm_expect expect;		/* declared intent (expect.set 0: none) */
+	char traceparent[BM_TRACEPARENT_MAX + 1];	/* W3C trace context, "" none */
 };
 
 /*
@@ -51,6 +57,12 @@ struct bm_request {
  * sandbox.timeout_seconds.
  */
 int bm_request_parse(const char *body, size_t len, struct bm_request *out, json_t **errs);
+/*
+ * The same, with the traceparent of the request's HTTP header (NULL: none):
+ * checked like the field, under the field's name, and the two must agree.
+ */
+int bm_request_parse_with(const char *body, size_t len, const char *traceparent_header,
+			  struct bm_request *out, json_t **errs);
 
 /*
  * The request in canonical form: what the store keeps. Sizes as integer

@@ -19,6 +19,7 @@
 #include "agent/admit.h"
 #include "agent/identity.h"
 #include "agent/index.h"
+#include "agent/intent.h"
 #include "api/api.h"
 #include "base/common.h"
 
@@ -113,7 +114,10 @@ static enum MHD_Result create(const struct call *k)
 
 	if (cc->too_big)
 		return ag_api_error(k->c, MHD_HTTP_CONTENT_TOO_LARGE, "request body larger than 1 MiB");
-	if (bm_request_parse(cc->body ? cc->body : "", cc->len, &req, &errs)) {
+	/* W3C trace context as a header, or as the body's field */
+	if (bm_request_parse_with(cc->body ? cc->body : "", cc->len,
+				  MHD_lookup_connection_value(k->c, MHD_HEADER_KIND, "traceparent"),
+				  &req, &errs)) {
 		if (!errs)
 			return ag_api_error(k->c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 		return ag_api_reply(k->c, MHD_HTTP_BAD_REQUEST,
@@ -137,6 +141,15 @@ static enum MHD_Result create(const struct call *k)
 						      "field", "tenant", "error", "not the caller's tenant"), 0);
 		}
 		snprintf(tenant, sizeof(tenant), "%s", req.tenant);
+	}
+	/* a declared intent above the policy's hard levels is refused before anything runs */
+	err = ag_intent_check(a, &req, tenant, &errs);
+	if (err) {
+		bm_request_free(&req);
+		if (!errs)
+			return ag_api_error(k->c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		return ag_api_reply(k->c, MHD_HTTP_BAD_REQUEST,
+				    json_pack("{s:s, s:o}", "error", "invalid request", "fields", errs), 0);
 	}
 	/* ag_submit() takes the request over (and zeroes it): an effect that failed at once is found by this */
 	snprintf(id, sizeof(id), "%s", req.id);

@@ -23,10 +23,11 @@ extern char **environ;
 
 static const char *const top_keys[] = {
 	"argv", "command", "cwd", "env", "timeout_seconds", "limits", "network_policy",
-	"allowed_egress_cidrs", "intent", "expectations", "id", "max_output_bytes", NULL,
+	"allowed_egress_cidrs", "intent", "expectations", "id", "max_output_bytes", "traceparent", NULL,
 };
 static const char *const limit_keys[] = { "cpu", "memory", "pids", NULL };
-static const char *const expect_keys[] = { "wall_seconds", "memory", "pids", "cpu_cores", NULL };
+static const char *const expect_keys[] = { "wall_seconds", "memory", "pids", "cpu_cores", "net_tx_bytes",
+					   "net_tx_bytes_per_s", NULL };
 
 /* The agent's field names, and the tool's for them. */
 static const struct {
@@ -38,6 +39,8 @@ static const struct {
 	{ "sandbox.timeout_seconds", "timeout_seconds" },
 	{ "sandbox.network_policy", "network_policy" },
 	{ "sandbox.allowed_egress_cidrs", "allowed_egress_cidrs" },
+	{ "expect.memory_bytes", "expectations.memory" },
+	{ "expect", "expectations" },
 };
 
 void bm_mcp_req_free(struct bm_mcp_req *r)
@@ -53,7 +56,6 @@ void bm_mcp_req_free(struct bm_mcp_req *r)
 	free(r->cwd);
 	free(r->intent);
 	json_decref(r->sandbox);
-	json_decref(r->expect);
 	json_decref(r->rpc_id);
 	json_decref(r->progress_token);
 	memset(r, 0, sizeof(*r));
@@ -84,8 +86,11 @@ static void merge_errors(struct bm_req_errs *e, json_t *agent_errs, bool shell)
 		snprintf(field, sizeof(field), "%s", f ? f : "");
 		for (k = 0; k < BM_ARRAY_SIZE(names); k++) {
 			n = strlen(names[k].agent);
-			if (!strncmp(field, names[k].agent, n) && (!field[n] || field[n] == '['))
+			if (!strncmp(field, names[k].agent, n) &&
+			    (!field[n] || field[n] == '[' || field[n] == '.')) {
 				snprintf(field, sizeof(field), "%s%s", names[k].tool, (f ? f : "") + n);
+				break;
+			}
 		}
 		if (shell && !strncmp(field, "argv", 4))
 			snprintf(field, sizeof(field), "command");
@@ -95,12 +100,72 @@ static void merge_errors(struct bm_req_errs *e, json_t *agent_errs, bool shell)
 	}
 }
 
+static bool known(const char *key, const char *const *list)
+{
+	for (; *list; list++)
+		if (!strcmp(key, *list))
+			return true;
+	return false;
+}
+
+/*
+ * The tool kind of a shell line (`sh -c "pytest -x"`): its first word's
+ * basename, so that the agent's backoff, rules and /metrics tell one
+ * command from another rather than lump every line under "sh". "" (the
+ * agent then says "sh") where the first word is no plain command name.
+ */
+static void shell_tool(char *const *argv, char *out, size_t len)
+{
+	const char *line, *w, *slash;
+	size_t n;
+
+	out[0] = '\0';
+	if (!argv[0] || !argv[1] || !argv[2] || strcmp(argv[1], "-c") ||
+	    (strcmp(argv[0], "/bin/sh") && strcmp(argv[0], "sh") && strcmp(argv[0], "/bin/bash") &&
+	     strcmp(argv[0], "bash")))
+		return;
+	line = argv[2] + strspn(argv[2], " \t\n");
+	n = strcspn(line, " \t\n;&|()<>");
+	for (w = slash = line; w < line + n; w++)
+		if (*w == '/')
+			slash = w + 1;
+	n -= (size_t)(slash - line);
+	if (n && n < len && strspn(slash, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._+-") >= n &&
+	    strncmp(slash, ".", n) && strncmp(slash, "..", n > 2 ? n : 2))
+		snprintf(out, len, "%.*s", (int)n, slash);
+}
+
+/*
+ * expectations as the agent's expect (memory is memory_bytes there): the
+ * agent reads and checks them, and reports declared against observed in
+ * the outcome, for this server as for every other client.
+ */
+static void expect_form(struct bm_req_errs *e, json_t *v, json_t *a)
+{
+	const char *key;
+	json_t *x, *form;
+
+	if (!v)
+		return;
+	if (!json_is_object(v)) {
+		bm_req_error(e, "expectations", "must be an object: {wall_seconds, memory, pids, cpu_cores, "
+			     "net_tx_bytes, net_tx_bytes_per_s}");
+		return;
+	}
+	bm_req_unknown_keys(e, "expectations.", v, expect_keys);
+	form = json_object();
+	json_object_foreach(v, key, x)
+		if (known(key, expect_keys))
+			json_object_set(form, strcmp(key, "memory") ? key : "memory_bytes", x);
+	json_object_set_new(a, "expect", form);
+}
+
 /* The agent's form of the call: a launch request, so that argv, env and cwd are checked too. */
 static json_t *agent_form(struct bm_req_errs *e, const json_t *args, const char *id, bool *shell)
 {
 	json_t *a = json_object(), *sb = json_object(), *lim = json_object_get(args, "limits"), *v;
 	const char *cmd = json_string_value(json_object_get(args, "command"));
-	static const char *const copy[] = { "argv", "env", "cwd", "intent" };
+	static const char *const copy[] = { "argv", "env", "cwd", "intent", "traceparent" };
 	size_t k;
 
 	*shell = false;
@@ -135,44 +200,8 @@ static json_t *agent_form(struct bm_req_errs *e, const json_t *args, const char 
 	if ((v = json_object_get(args, "allowed_egress_cidrs")))
 		json_object_set(sb, "allowed_egress_cidrs", v);
 	json_object_set_new(a, "sandbox", sb);
+	expect_form(e, json_object_get(args, "expectations"), a);
 	return a;
-}
-
-static void parse_expect(struct bm_req_errs *e, const json_t *v, struct bm_mcp_req *r)
-{
-	json_t *x;
-	uint64_t n;
-	char field[64];
-	const char *s;
-
-	if (!v)
-		return;
-	if (!json_is_object(v)) {
-		bm_req_error(e, "expectations", "must be an object: {wall_seconds, memory, pids, cpu_cores}");
-		return;
-	}
-	bm_req_unknown_keys(e, "expectations.", (json_t *)v, expect_keys);
-	r->expect = json_object();
-	if ((x = json_object_get(v, "wall_seconds")) && (!json_is_number(x) || json_number_value(x) <= 0))
-		bm_req_error(e, "expectations.wall_seconds", "must be a number of seconds above 0");
-	else if (x)
-		json_object_set_new(r->expect, "wall_seconds", json_real(json_number_value(x)));
-	if ((x = json_object_get(v, "cpu_cores")) && (!json_is_number(x) || json_number_value(x) <= 0))
-		bm_req_error(e, "expectations.cpu_cores", "must be a number of cores above 0");
-	else if (x)
-		json_object_set_new(r->expect, "cpu_cores", json_real(json_number_value(x)));
-	if ((x = json_object_get(v, "pids")) && (!json_is_integer(x) || json_integer_value(x) < 1))
-		bm_req_error(e, "expectations.pids", "must be a task count of at least 1");
-	else if (x)
-		json_object_set_new(r->expect, "pids", json_integer(json_integer_value(x)));
-	if (!(x = json_object_get(v, "memory")))
-		return;
-	snprintf(field, sizeof(field), "%lld", (long long)json_integer_value(x));
-	s = json_is_string(x) ? json_string_value(x) : json_is_integer(x) ? field : NULL;
-	if (!s || bm_parse_size(s, 1, 1ULL << 50, &n))
-		bm_req_error(e, "expectations.memory", "must be a size, e.g. 268435456 or \"256M\"");
-	else
-		json_object_set_new(r->expect, "memory_bytes", json_integer((json_int_t)n));
 }
 
 /* Our environment with the call's variables over it. */
@@ -220,10 +249,35 @@ static void own_fields(struct bm_req_errs *e, const json_t *args, const struct b
 		r->max_output = (size_t)json_integer_value(v);
 	if (cwd && cwd[0] == '/' && (stat(cwd, &st) || !S_ISDIR(st.st_mode)))
 		bm_req_error(e, "cwd", "%.*s: no such directory", bm_req_quote_len(cwd, BM_REQ_QUOTE_MAX), cwd);
-	parse_expect(e, json_object_get(args, "expectations"), r);
 	v = json_object_get(args, "id");
 	if (v && !json_is_string(v))
 		bm_req_error(e, "id", "must be a string");
+}
+
+/* TRACEPARENT=tp into envp (owned strings), in place of any there: 0 or -ENOMEM. */
+static int env_trace(char ***envp, const char *tp)
+{
+	size_t n, k = strlen(BM_TRACE_ENV "=");
+	char *kv, **v;
+
+	if (!*envp || asprintf(&kv, BM_TRACE_ENV "=%s", tp) < 0)
+		return -ENOMEM;
+	for (n = 0; (*envp)[n]; n++) {
+		if (!strncmp((*envp)[n], kv, k)) {
+			free((*envp)[n]);
+			(*envp)[n] = kv;
+			return 0;
+		}
+	}
+	v = realloc(*envp, (n + 2) * sizeof(*v));
+	if (!v) {
+		free(kv);
+		return -ENOMEM;
+	}
+	v[n] = kv;
+	v[n + 1] = NULL;
+	*envp = v;
+	return 0;
 }
 
 /* What the agent's parser made of it, into r. */
@@ -233,8 +287,11 @@ static int take(struct bm_mcp_req *r, struct bm_request *q)
 	const struct bm_sandbox *sb = &q->sandbox;
 
 	snprintf(r->id, sizeof(r->id), "%s", q->id);
+	r->expect = q->expect;
+	snprintf(r->traceparent, sizeof(r->traceparent), "%s", q->traceparent);
 	r->argv = q->argv;
 	q->argv = NULL;
+	shell_tool(r->argv, r->tool, sizeof(r->tool));
 	r->envp = merge_env(q->env);
 	r->cwd = q->cwd[0] ? strdup(q->cwd) : NULL;
 	r->intent = strdup(q->intent);
@@ -247,6 +304,9 @@ static int take(struct bm_mcp_req *r, struct bm_request *q)
 	r->netns = sb->network_policy == BM_NET_NONE;
 	r->egress_filter = sb->network_policy == BM_NET_EGRESS_RESTRICTED ||
 			   sb->network_policy == BM_NET_EGRESS_ALLOW_LIST;
+	/* the command's own spans join the caller's trace, through the agent or not */
+	if (r->traceparent[0] && env_trace(&r->envp, r->traceparent))
+		return -ENOMEM;
 	return r->envp && r->intent && r->sandbox && (!q->cwd[0] || r->cwd) ? 0 : -ENOMEM;
 }
 

@@ -16,7 +16,9 @@
 
 #include "base/parse.h"
 #include "cli/mcp_proto.h"
+#include "effect/expect.h"
 #include "effect/outcome.h"
+#include "effect/trace.h"
 
 #define BM_MCP_OUTPUT_DEFAULT 16384
 #define BM_MCP_OUTPUT_MAX (1024 * 1024)
@@ -39,7 +41,9 @@ struct bm_mcp_req {
 	struct bm_limits limits;	/* the same, for `run --standalone` */
 	bool netns;			/* network_policy "none": a network namespace of its own */
 	bool egress_filter;		/* egress_restricted / egress_allow_list: the agent's filter */
-	json_t *expect;			/* normalised expectations, or NULL */
+	struct bm_expect expect;	/* the expectations as the agent read them (expect.set 0: none) */
+	char traceparent[BM_TRACEPARENT_MAX + 1];	/* W3C trace context, "" none */
+	char tool[256];			/* the tool kind the agent is told, "" argv[0]'s */
 	size_t max_output;
 	/* the JSON-RPC request it answers */
 	json_t *rpc_id, *progress_token;

@@ -14,7 +14,7 @@ json_t *bm_mcp_outcome_brief(const json_t *outcome)
 	return o;
 }
 
-/* An attached effect's outcome names no command (the agent never saw its argv): ours. */
+/* An outcome that names no command (an older agent was not told the argv): ours. */
 static json_t *with_command(const json_t *outcome, char *const *argv)
 {
 	json_t *o = bm_mcp_outcome_brief(outcome), *cmd = json_array();
@@ -83,7 +83,7 @@ json_t *bm_mcp_result_ran(const struct bm_mcp_req *req, const char *via, const c
 	bool o_cut = false, e_cut = false;
 	json_t *sc, *r, *brief = with_command(outcome, req->argv);
 
-	bm_mcp_summary(brief, req->expect, summary, sizeof(summary));
+	bm_mcp_summary(brief, summary, sizeof(summary));
 	o_text = bm_mcp_out__text(out, &o_cut);
 	e_text = bm_mcp_out__text(err, &e_cut);
 	sc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:O, s:O, s:s, s:s, s:I, s:I, s:b, s:o}", "effect_id",
@@ -94,8 +94,8 @@ json_t *bm_mcp_result_ran(const struct bm_mcp_req *req, const char *via, const c
 		       "stdout", o_text ? o_text : "", "stderr", e_text ? e_text : "",
 		       "stdout_bytes", (json_int_t)out->total, "stderr_bytes", (json_int_t)err->total,
 		       "truncated", o_cut || e_cut, "outcome", brief);
-	if (sc && req->expect)
-		json_object_set_new(sc, "expectations", bm_mcp_expect_report(outcome, req->expect));
+	if (sc && json_object_get(outcome, "expect"))
+		json_object_set_new(sc, "expectations", bm_mcp_expect_report(outcome));
 	r = sc ? finish(sc, summary, !reason || strcmp(reason, "completed"), o_text ? o_text : "",
 			e_text ? e_text : "", out->total, err->total, o_cut, e_cut)
 	       : bm_mcp_result_text(summary, true);

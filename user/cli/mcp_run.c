@@ -17,6 +17,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "agent/request_intent.h"
 #include "base/common.h"
 #include "cli/client.h"
 #include "cli/mcp_child.h"
@@ -202,9 +203,24 @@ static json_t *attach_request(const struct run *r)
 {
 	json_t *q = json_pack("{s:s, s:s, s:i, s:{s:s}, s:O}", "id", r->req.id, "mode", "attach", "pid",
 			      (int)r->child.pid, "labels", "via", "mcp", "sandbox", r->req.sandbox);
+	json_t *argv = json_array();
+	size_t i;
 
 	if (q && r->req.intent && *r->req.intent)
 		json_object_set_new(q, "intent", json_string(r->req.intent));
+	/* what it runs: its tool kind (rules, backoff, /metrics) and the outcome's command */
+	for (i = 0; argv && r->req.argv[i]; i++)
+		json_array_append_new(argv, json_string(r->req.argv[i]));
+	if (q)
+		json_object_set_new(q, "argv", argv);
+	else
+		json_decref(argv);
+	if (q && r->req.tool[0])
+		json_object_set_new(q, "tool", json_string(r->req.tool));
+	if (q && r->req.expect.set)
+		json_object_set_new(q, "expect", bm_expect_request_json(&r->req.expect));
+	if (q && r->req.traceparent[0])
+		json_object_set_new(q, "traceparent", json_string(r->req.traceparent));
 	return q;
 }
 
@@ -346,6 +362,11 @@ static json_t *standalone(struct run *r)
 	}
 	unlink(path);
 	rmdir(dir);
+	/* what the agent writes in its outcomes, written here for `run`'s: one report, one shape */
+	if (o && r->req.expect.set && !json_object_get(o, "expect"))
+		json_object_set_new(o, "expect", bm_expect_json(&r->req.expect, o));
+	if (o && r->req.traceparent[0] && !json_object_get(o, "trace"))
+		json_object_set_new(o, "trace", json_pack("{s:s}", "traceparent", r->req.traceparent));
 	if (o) {
 		keep_outcome(r->req.id, o);
 		res = bm_mcp_result_ran(&r->req, "standalone", "ended", o, &r->out, &r->err);

@@ -258,9 +258,9 @@ static void ceiling(struct line *l, const json_t *o, const char *reason, const c
 	}
 }
 
-static void expectations(struct line *l, const json_t *o, const json_t *expect)
+static void expectations(struct line *l, const json_t *o)
 {
-	json_t *rep = expect ? bm_mcp_expect_report(o, expect) : NULL, *v;
+	json_t *rep = bm_mcp_expect_report(o), *v;
 	const char *k;
 	bool first = true;
 	char a[32], b[32];
@@ -284,7 +284,7 @@ static void expectations(struct line *l, const json_t *o, const json_t *expect)
 	json_decref(rep);
 }
 
-void bm_mcp_summary(const json_t *o, const json_t *expect, char *buf, size_t len)
+void bm_mcp_summary(const json_t *o, char *buf, size_t len)
 {
 	const char *reason = str(o, "termination", "reason"), *advice = str(o, "retry", "advice");
 	struct line l = { buf, len, 0 };
@@ -325,7 +325,7 @@ void bm_mcp_summary(const json_t *o, const json_t *expect, char *buf, size_t len
 	peaks(&l, o);
 	if (thr > 0 || frz > 0)
 		add(&l, "; throttled %.2f s, frozen %.2f s", thr, frz);
-	expectations(&l, o, expect);
+	expectations(&l, o);
 	/* the meter's own words where ours have none: the command's failure, the agent's back-off */
 	back = strstr(advice, " earlier ") ? strrchr(advice, ';') : NULL;
 	if (!strcmp(reason, "failed") && *advice)
@@ -336,29 +336,24 @@ void bm_mcp_summary(const json_t *o, const json_t *expect, char *buf, size_t len
 		add(&l, "; retry no sooner than %.0f s from now", up(after_ms / 1000));
 }
 
-json_t *bm_mcp_expect_report(const json_t *o, const json_t *expect)
+json_t *bm_mcp_expect_report(const json_t *o)
 {
-	static const struct {
-		const char *key, *sect, *field;
-	} dims[] = {
-		{ "wall_seconds", NULL, "wall_seconds" },
-		{ "memory_bytes", "peak", "memory_bytes" },
-		{ "pids", "peak", "pids" },
-		{ "cpu_cores", "peak", "cpu_cores" },
-	};
-	json_t *rep = json_object(), *e;
-	double got;
+	const json_t *x = json_object_get(o, "expect"), *obs = json_object_get(x, "observed"), *e, *k;
+	json_t *rep, *over = json_object_get(x, "exceeded");
+	const char *key;
+	bool exceeded;
 	size_t i;
 
-	for (i = 0; rep && i < sizeof(dims) / sizeof(dims[0]); i++) {
-		e = json_object_get(expect, dims[i].key);
-		if (!json_is_number(e))
-			continue;
-		got = dims[i].sect ? num(o, dims[i].sect, dims[i].field, 0)
-				   : json_number_value(json_object_get(o, dims[i].field));
-		json_object_set_new(rep, dims[i].key,
-				    json_pack("{s:f, s:f, s:b}", "expected", json_number_value(e), "observed",
-					      got, "exceeded", got > json_number_value(e)));
+	if (!json_is_object(json_object_get(x, "declared")))
+		return NULL;
+	rep = json_object();
+	json_object_foreach(json_object_get(x, "declared"), key, e) {
+		exceeded = false;
+		json_array_foreach(over, i, k)
+			exceeded |= !strcmp(json_string_value(k) ?: "", key);
+		json_object_set_new(rep, key, json_pack("{s:f, s:f, s:b}", "expected", json_number_value(e),
+							"observed", json_number_value(json_object_get(obs, key)),
+							"exceeded", exceeded));
 	}
 	return rep;
 }

@@ -37,16 +37,17 @@ char *bm_mcp_utf8(const char *p, size_t n);
 /*
  * The line the model reads first, e.g. "killed: memory_ceiling at 512 MiB
  * after 3.1 s; retry with a smaller working set or limits.memory >= 768M".
- * expect (may be NULL) is the call's normalised expectations (wall_seconds,
- * memory_bytes, pids, cpu_cores): a peak above one is said. Written to buf.
+ * What the outcome's "expect" says was exceeded is said too. Written to buf.
  */
-void bm_mcp_summary(const json_t *outcome, const json_t *expect, char *buf, size_t len);
+void bm_mcp_summary(const json_t *outcome, char *buf, size_t len);
 
 /*
- * The expectations against the outcome's peaks: {"memory_bytes": {"expected":
- * E, "observed": O, "exceeded": bool}, ...}, one member per expectation. New.
+ * The outcome's "expect" ({declared, observed, exceeded}: the agent's
+ * report of the call's expectations) in the tool's shape: {"memory_bytes":
+ * {"expected": E, "observed": O, "exceeded": bool}, ...}, one member per
+ * expectation. New; NULL when the outcome has none.
  */
-json_t *bm_mcp_expect_report(const json_t *outcome, const json_t *expect);
+json_t *bm_mcp_expect_report(const json_t *outcome);
 
 /* Bytes for people: "512 B", "12 KiB", "3.5 MiB", "1.2 GiB". */
 void bm_mcp_bytes(double v, char *buf, size_t len);

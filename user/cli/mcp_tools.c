@@ -105,7 +105,7 @@ static json_t *get_effect(const struct bm_mcp_cfg *cfg, const char *eid, bool fu
 	state = json_string_value(json_object_get(eff, "state")) ?: "";
 	o = json_object_get(eff, "outcome");
 	if (json_is_object(o)) {
-		bm_mcp_summary(o, NULL, line, sizeof(line));
+		bm_mcp_summary(o, line, sizeof(line));
 		if (!full)
 			json_object_set_new(eff, "outcome", bm_mcp_outcome_brief(o));
 	} else {

@@ -23,6 +23,8 @@
 #include "cli/client.h"
 #include "cli/run_client.h"
 #include "effect/outcome.h"
+#include "effect/policy_yaml.h"
+#include "effect/trace.h"
 #include "views/report.h"
 
 #define CALL_MS 10000
@@ -55,6 +57,46 @@ static pid_t fork_paused(char *const argv[], int *go_fd)
 	return pid;
 }
 
+/* As the agent takes a tool kind (agent/request_intent.h). */
+static bool tool_ok(const char *t)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)t; p && *p; p++)
+		if (*p <= ' ' || *p == 0x7f)
+			return false;
+	return t && *t && strlen(t) <= 255 && strcmp(t, ".") && strcmp(t, "..");
+}
+
+/*
+ * What the attached process runs, for its tool kind (policy rules, backoff,
+ * /metrics) and the outcome's command: argv where the agent takes it whole
+ * (at most 256 non-empty arguments of 4096 bytes), the tool alone if not.
+ */
+static void describe(json_t *r, char *const argv[])
+{
+	const char *tool = bm_policy_tool(argv[0]), *why;
+	const char *tp = getenv(BM_TRACE_ENV);
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; a && argv[i]; i++)
+		if (i >= 256 || !*argv[i] || strlen(argv[i]) > 4096 ||
+		    json_array_append_new(a, json_string(argv[i]))) {
+			json_decref(a);
+			a = NULL;
+		}
+	if (a)
+		json_object_set_new(r, "argv", a);
+	if (tool_ok(tool))
+		json_object_set_new(r, "tool", json_string(tool));
+	/* our own trace context, if we run in one: the command inherits it, the outcome keeps it */
+	if (tp && !bm_traceparent_check(tp, &why))
+		json_object_set_new(r, "traceparent", json_string(tp));
+	else if (tp)
+		bm_warn("ignoring $%s '%.64s': %s", BM_TRACE_ENV, tp, why);
+}
+
 static json_t *request_json(const struct bm_run_opts *o, pid_t pid)
 {
 	json_t *r = json_pack("{s:s, s:s, s:s, s:i, s:I}", "id", o->id, "mode", "attach", "intent",
@@ -62,6 +104,7 @@ static json_t *request_json(const struct bm_run_opts *o, pid_t pid)
 			      (json_int_t)(o->window_ns / BM_NSEC_PER_MSEC));
 	json_t *sb = json_object();
 
+	describe(r, o->argv);
 	if (strcmp(o->tenant, "default"))
 		json_object_set_new(r, "tenant", json_string(o->tenant));
 	if (o->limits.cpu_milli)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/common.h"
+#include "effect/expect.h"
 #include "effect/outcome.h"
 
 static const char *const reason_names[BM_REASON__MAX] = {
@@ -285,6 +286,11 @@ json_t *bm_outcome_json(const struct bm_outcome *o)
 		json_object_set_new(root, "pod", json_pack("{s:s, s:s, s:s}", "uid", o->pod_uid,
 				    "container", o->pod_container ? o->pod_container : "",
 				    "qos", o->pod_qos ? o->pod_qos : ""));
+	/* only where the request had them: observed from the peaks and totals just written */
+	if (o->expect && o->expect->set)
+		json_object_set_new(root, "expect", bm_expect_json(o->expect, root));
+	if (o->traceparent && *o->traceparent)
+		json_object_set_new(root, "trace", json_pack("{s:s}", "traceparent", o->traceparent));
 	return root;
 }
 

@@ -45,9 +45,13 @@ struct bm_limits {
 	uint64_t timeout_ns;
 };
 
+struct bm_expect;
+
 struct bm_outcome {
 	const char *id, *tenant, *intent;
 	char *const *argv;
+	const struct bm_expect *expect;	/* declared intent, or NULL: "expect" {declared, observed} */
+	const char *traceparent;	/* W3C trace context, or NULL/"": "trace" {traceparent} */
 	const char *cgroup;		/* NULL if none was created */
 	uint64_t started_wall_ns;
 	uint64_t wall_ns;

@@ -43,6 +43,7 @@ void bm_policy_default(struct bm_policy *p)
 	p->cooldown_ms = 250;
 	p->freeze_timeout_ms = 2000;
 	p->cancel_grace_ms = 1000;
+	p->expect_widens = true;
 }
 
 void bm_policy_ceilings(struct bm_policy *p, double cpu_cores, double memory_bytes, double pids)

@@ -69,6 +69,8 @@ struct bm_policy {
 	uint64_t cooldown_ms;		/* between two actions, and under soft before a thaw */
 	uint64_t freeze_timeout_ms;	/* the longest a freeze may last */
 	uint64_t cancel_grace_ms;	/* SIGTERM to kill */
+	/* a request's declared expect raises soft levels up to it, for that effect (effect/expect.h) */
+	bool expect_widens;
 };
 
 struct bm_ladder {

@@ -31,7 +31,7 @@ struct y_rule {
 };
 
 struct y_policy {
-	char *cooldown_ms, *freeze_timeout_ms, *cancel_grace_ms;
+	char *cooldown_ms, *freeze_timeout_ms, *cancel_grace_ms, *expect_widens_soft;
 	struct y_dims *defaults;
 	struct y_rule *rules;
 	unsigned int rules_count;
@@ -88,6 +88,7 @@ static const cyaml_schema_field_t policy_fields[] = {
 	CYAML_FIELD_STRING_PTR("cooldown_ms", CYAML_FLAG_OPTIONAL, struct y_policy, cooldown_ms, 1, 32),
 	CYAML_FIELD_STRING_PTR("freeze_timeout_ms", CYAML_FLAG_OPTIONAL, struct y_policy, freeze_timeout_ms, 1, 32),
 	CYAML_FIELD_STRING_PTR("cancel_grace_ms", CYAML_FLAG_OPTIONAL, struct y_policy, cancel_grace_ms, 1, 32),
+	CYAML_FIELD_STRING_PTR("expect_widens_soft", CYAML_FLAG_OPTIONAL, struct y_policy, expect_widens_soft, 1, 8),
 	CYAML_FIELD_MAPPING_PTR("defaults", CYAML_FLAG_OPTIONAL, struct y_policy, defaults, dims_fields),
 	CYAML_FIELD_SEQUENCE("rules", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL, struct y_policy, rules,
 			     &rule_schema, 0, 256),
@@ -197,6 +198,17 @@ static int apply_ms(struct loader *ld, const char *v, const char *key, uint64_t 
 	return 0;
 }
 
+static int apply_bool(struct loader *ld, const char *v, const char *key, bool *out)
+{
+	const char *path[1] = { key };
+
+	if (v && strcmp(v, "true") && strcmp(v, "false"))
+		return fail(ld, path, 1, "invalid %s '%s': expected true or false", key, v);
+	if (v)
+		*out = !strcmp(v, "true");
+	return 0;
+}
+
 int bm_policy_load(const char *text, size_t len, const char *name, const char *tenant,
 		   const char *tool, struct bm_policy *out, char *err, size_t errlen)
 {
@@ -222,6 +234,8 @@ int bm_policy_load(const char *text, size_t len, const char *name, const char *t
 		ret = apply_ms(&ld, y->freeze_timeout_ms, "freeze_timeout_ms", 1, &out->freeze_timeout_ms);
 	if (!ret)
 		ret = apply_ms(&ld, y->cancel_grace_ms, "cancel_grace_ms", 0, &out->cancel_grace_ms);
+	if (!ret)
+		ret = apply_bool(&ld, y->expect_widens_soft, "expect_widens_soft", &out->expect_widens);
 	if (!ret && y->defaults) {
 		path[0] = "defaults";
 		ret = apply_dims(&ld, y->defaults, out, path, 1);

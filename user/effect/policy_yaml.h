@@ -8,6 +8,7 @@
  *   cooldown_ms: 250
  *   freeze_timeout_ms: 2000
  *   cancel_grace_ms: 1000
+ *   expect_widens_soft: true   # a request's expect raises soft levels (effect/expect.h)
  *   defaults:
  *     cpu:    { soft: 1.5, hard: 2, hold_ms: 100, steps: [throttle, freeze] }
  *     memory: { hard: 2G, steps: [freeze, kill] }

@@ -125,6 +125,8 @@ static void init_outcome(struct bm_sup *s)
 	out->tenant = s->o.tenant;
 	out->intent = s->o.intent;
 	out->argv = s->o.argv;
+	out->expect = s->o.expect;
+	out->traceparent = s->o.traceparent;
 	out->limits = s->o.limits;
 	out->started_wall_ns = bm_wall_ns();
 }
@@ -135,6 +137,8 @@ void bm_sup__prepare(struct bm_sup *s, struct bm_loader *l, const struct bm_sup_
 
 	s->o = *o;
 	s->loader = l;
+	/* soft levels up to what the call declared (where the policy lets it), before the ceilings */
+	bm_expect_widen(o->expect, &s->o.policy);
 	bm_policy_ceilings(&s->o.policy, o->limits.cpu_milli / 1000.0, (double)o->limits.memory_bytes,
 			   (double)o->limits.pids);
 	for (p = 0; p < BM_P__MAX; p++)

@@ -24,6 +24,7 @@
 #include "effect/act.h"
 #include "effect/ceiling.h"
 #include "effect/exec.h"
+#include "effect/expect.h"
 #include "effect/outcome.h"
 #include "effect/policy.h"
 #include "meter/loader.h"
@@ -32,6 +33,8 @@
 struct bm_sup_opts {
 	const char *id, *tenant, *intent;
 	char *const *argv;		/* the command (also for attach: what the outcome names) */
+	const struct bm_expect *expect;	/* declared intent (NULL: none): widens soft levels, reported */
+	const char *traceparent;	/* W3C trace context (NULL/"": none), for the outcome */
 	struct bm_limits limits;
 	uint64_t window_ns;
 	struct bm_policy policy;	/* levels and steps; the ceilings are added from limits */

@@ -49,6 +49,12 @@ export interface EffectRequest {
 	window_ms?: number;
 	tenant?: string;
 	sandbox?: Sandbox;
+	/** declared intent: cpu_cores, memory_bytes, pids, net_tx_bytes_per_s, net_tx_bytes, wall_seconds */
+	expect?: Record<string, Quantity>;
+	/** attach: the tool kind it runs (else argv[0]'s basename) */
+	tool?: string;
+	/** W3C trace context: kept in the outcome's trace, TRACEPARENT for the command */
+	traceparent?: string;
 }
 
 export interface Peak {
@@ -94,6 +100,10 @@ export interface Outcome {
 	exit: { code: number | null; signal: number | null };
 	termination: { reason: Reason; by: string };
 	retry: { eligible: boolean; after_ms: number; advice: string };
+	/** the request's declared intent against what was used (only when it declared any) */
+	expect?: { declared: Record<string, number>; observed: Record<string, number>; exceeded: string[] };
+	/** the request's W3C trace context (only when it had one) */
+	trace?: { traceparent: string };
 	[more: string]: unknown;
 }
 
