@@ -73,7 +73,7 @@ struct {
 /*
  * 256 KiB (~4,700 records of 56 bytes) for one effect (`burstmeter run`).
  * The agent asks for more (bm_loader_opts.ring_bytes): every effect sends
- * a record when its last task is freed, and 10,000 that end together send
+ * a record when its last task has gone, and 10,000 that end together send
  * them within a few hundred ms.
  */
 struct {
@@ -225,12 +225,21 @@ static __always_inline void charge(struct task_struct *t)
 		stat_inc(BM_STAT_LATE);
 }
 
+static __always_inline void gone(struct task_struct *p);
+
+/* TASK_DEAD: prev_state at a task's last switch (do_task_dead()); it never runs again */
+#define BM_TASK_DEAD 0x0080
+
 SEC("tp_btf/sched_switch")
-int BPF_PROG(bm_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+int BPF_PROG(bm_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
 {
 	/* the idle task (pid 0) is in no effect: half the switches of a quiet CPU */
-	if (prev->pid)
-		charge(prev);
+	if (!prev->pid)
+		return 0;
+	charge(prev);
+	if (prev_state == BM_TASK_DEAD)
+		gone(prev);
 	return 0;
 }
 
@@ -341,22 +350,19 @@ int BPF_PROG(bm_exit, struct task_struct *p)
 }
 
 /*
- * A task is freed an RCU grace period after its last context switch, so
- * once every task that entered is freed, every slice has been charged:
- * that is when userspace may read the final meter.
+ * A task's last switch charged its last slice (charge() ran just before),
+ * so once every task that entered has made its last switch, the meter is
+ * final: that is when userspace may read it. (Its free, an RCU grace
+ * period later, ~10-20 ms, is too late to wait for.)
  */
-SEC("tp_btf/sched_process_free")
-int BPF_PROG(bm_free, struct task_struct *p)
+static __always_inline void gone(struct task_struct *p)
 {
 	struct bm_meter *m = meter_of(p);
 	struct bm_cross c = {};
-	__u32 tid = p->pid;
 	int drained = 0;
 
-	/* wherever it is now: it may have left the metered cgroup since */
-	bpf_map_delete_elem(&bm_task_early, &tid);
 	if (!m)
-		return 0;
+		return;
 	bpf_spin_lock(&m->lock);
 	m->freed++;
 	if (m->freed >= m->entered && m->tasks <= 0 && !(m->flags & BM_F_DRAINED))
@@ -366,6 +372,15 @@ int BPF_PROG(bm_free, struct task_struct *p)
 	/* flags is also or-ed without the lock (fast_kill): never a plain store */
 	if (drained && !(__sync_fetch_and_or(&m->flags, BM_F_DRAINED) & BM_F_DRAINED))
 		emit(p, BM_EV_DRAINED, &c);
+}
+
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(bm_free, struct task_struct *p)
+{
+	__u32 tid = p->pid;
+
+	/* wherever it is now: it may have left the metered cgroup since */
+	bpf_map_delete_elem(&bm_task_early, &tid);
 	return 0;
 }
 

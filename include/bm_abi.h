@@ -84,7 +84,7 @@ enum bm_stat {
 };
 
 /* Bits of bm_meter.flags. */
-#define BM_F_DRAINED (1U << 0)		/* every task that entered has been freed */
+#define BM_F_DRAINED (1U << 0)		/* every task that entered has made its last switch */
 #define BM_F_KILLED_MEM (1U << 1)	/* the kernel fast path killed at the memory ceiling */
 #define BM_F_KILLED_PIDS (1U << 2)	/* the kernel fast path killed at the task ceiling */
 
@@ -117,7 +117,7 @@ struct bm_meter {
 	__s64 tasks;			/* live tasks (forked in, not yet exited) */
 	__u64 entered;			/* tasks that entered (the first one included) */
 	__u64 forks;			/* of those, the ones an effect task forked */
-	__u64 freed;			/* tasks freed after their last switch */
+	__u64 freed;			/* tasks that made their last switch (are gone) */
 	__u32 crossed[BM_RING];		/* per flow slot: dims whose crossing was reported */
 	__u32 lvl_crossed;		/* level dims whose crossing in lvl_win was reported */
 	__u32 slot;			/* its byte in bm_moved, or BM_SLOT_NONE */
@@ -143,7 +143,7 @@ struct bm_meta {
 /* Ring-buffer record types. */
 enum bm_ev_type {
 	BM_EV_CROSS = 1,	/* a window value reached its threshold */
-	BM_EV_DRAINED = 2,	/* the last task of the cgroup was freed */
+	BM_EV_DRAINED = 2,	/* the last task of the cgroup made its last switch */
 	BM_EV_KILLED = 3,	/* the kernel sent SIGKILL at a ceiling (dim, value, thresh) */
 };
 

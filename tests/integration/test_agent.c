@@ -11,6 +11,7 @@
 
 #include "runner.h"
 #include "agent_fx.h"
+#include "base/cgroup.h"
 #include "base/common.h"
 
 
@@ -864,6 +865,132 @@ static void test_agent_run_client(void **state)
 	finish(state);
 }
 
+/* A child paused on pipe p, then bm-spike 30 40 2; born in the cgroup of cg_fd unless it is -1. */
+static pid_t paused_spike(int p[2], int cg_fd)
+{
+	int pidfd = -1;
+	char c;
+	pid_t pid = cg_fd >= 0 ? (pid_t)bm_clone_into(cg_fd, 0, &pidfd) : fork();
+
+	assert_true(pid >= 0);
+	if (!pid) {
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			_exit(3);
+		execl(wl("bm-spike"), "bm-spike", "30", "40", "2", (char *)NULL);
+		_exit(127);
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	close(p[0]);
+	return pid;
+}
+
+/* Release the paused child, wait for it, tell the agent, check the outcome against cpu.stat. */
+static void release_and_check(const char *id, int p[2], pid_t pid)
+{
+	char path[96];
+	json_t *e = NULL;
+	int status;
+
+	assert_int_equal(write(p[1], "g", 1), 1);
+	close(p[1]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	snprintf(path, sizeof(path), "/v1/effects/%s/exit", id);
+	assert_int_equal(call("POST", path, json_pack("{s:i}", "wait_status", status), &e), 202);
+	json_decref(e);
+	e = wait_final(id, 5000);
+	assert_string_equal(jstr(e, "state"), "succeeded");
+	assert_true(jnum(e, "outcome.totals.cpu_seconds") >= 0.06);
+	assert_between(jnum(e, "outcome.totals.cpu_seconds") - jnum(e, "outcome.meter.cgroup_cpu_seconds"),
+		       -0.002, 0.002);
+	json_decref(e);
+}
+
+/*
+ * An attach that names its process later: the agent makes the cgroup
+ * first (201, its path), the caller clones the process into it (no
+ * migration, no RCU grace period) or forks one the agent then moves, and
+ * names it by POST .../attach; a pid not the caller's is refused, a bad
+ * body is 400, a second attach 409, and one never named ends on its own.
+ * `burstmeter run` as root takes the first way, another uid the second.
+ */
+static void test_agent_attach_later(void **state)
+{
+	struct fx *f = *state;
+	char cg[PATH_MAX];
+	int p[2], fd, status;
+	json_t *e = NULL;
+	uint64_t t0;
+	pid_t pid;
+
+	agent_start("8", "16");
+	/* cloned in */
+	assert_int_equal(call("POST", "/v1/effects", json_pack("{s:s, s:s}", "id", "b1", "mode", "attach"), &e),
+			 201);
+	snprintf(cg, sizeof(cg), "%s", jstr(e, "cgroup"));
+	json_decref(e);
+	e = NULL;
+	fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pipe(p), 0);
+	pid = paused_spike(p, fd);
+	close(fd);
+	assert_true(bm_cgroup_has_pid(v2_mount, cg, pid));
+	assert_int_equal(call("POST", "/v1/effects/b1/attach", json_pack("{s:i}", "pid", 1), &e), 403);
+	json_decref(e);
+	assert_int_equal(call("POST", "/v1/effects/b1/attach", json_pack("{s:s}", "pid", "x"), &e), 400);
+	json_decref(e);
+	assert_int_equal(call("POST", "/v1/effects/b1/attach", json_pack("{s:i}", "pid", (int)pid), &e), 200);
+	json_decref(e);
+	assert_int_equal(call("POST", "/v1/effects/b1/attach", json_pack("{s:i}", "pid", (int)pid), &e), 409);
+	json_decref(e);
+	release_and_check("b1", p, pid);
+	/* forked outside, moved in by the agent */
+	assert_int_equal(call("POST", "/v1/effects", json_pack("{s:s, s:s}", "id", "b2", "mode", "attach"), &e),
+			 201);
+	snprintf(cg, sizeof(cg), "%s", jstr(e, "cgroup"));
+	json_decref(e);
+	assert_int_equal(pipe(p), 0);
+	pid = paused_spike(p, -1);
+	assert_false(bm_cgroup_has_pid(v2_mount, cg, pid));
+	assert_int_equal(call("POST", "/v1/effects/b2/attach", json_pack("{s:i}", "pid", (int)pid), &e), 200);
+	json_decref(e);
+	assert_true(bm_cgroup_has_pid(v2_mount, cg, pid));
+	release_and_check("b2", p, pid);
+	/* never named: it ends by itself, and its cgroup goes */
+	t0 = now_ns();
+	assert_int_equal(call("POST", "/v1/effects", json_pack("{s:s, s:s}", "id", "b3", "mode", "attach"), &e),
+			 201);
+	snprintf(cg, sizeof(cg), "%s", jstr(e, "cgroup"));
+	json_decref(e);
+	e = wait_final("b3", 15000);
+	integ_note("never attached: %s after %.1f s (%s)", jstr(e, "state"), (now_ns() - t0) / 1e9,
+		   jstr(e, "outcome.termination.reason"));
+	assert_true(now_ns() - t0 >= 9 * 1000000000ULL);
+	assert_string_equal(jstr(e, "state"), "failed");
+	assert_string_equal(jstr(e, "outcome.termination.reason"), "meter_error");
+	json_decref(e);
+	assert_int_equal(access(cg, F_OK), -1);
+	/* `run` as another uid: it forks, and the agent moves its command in */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		char *argv[] = { (char *)bm_bin, "run", "-q", "--socket", ag.sock, "--", (char *)wl("bm-spike"),
+				 "20", "50", "2", NULL };
+
+		if (setgid(NOBODY) || setuid(NOBODY))
+			_exit(120);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	(void)f;
+	finish(state);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
@@ -871,6 +998,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_events, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_cancel, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_attach, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_attach_later, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_tenants, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_bad_requests, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_queue_full, setup_agent, teardown_agent),

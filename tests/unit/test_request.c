@@ -344,6 +344,17 @@ static void test_request_attach_mode_takes_a_pid(void **state)
 	expect_ok(set(set(with("mode", json_string("attach")), "argv", NULL), "pid",
 		      json_integer(1)), &r);
 	bm_request_free(&r);
+	/* no pid: named later (POST .../attach), and the canonical form keeps it out */
+	expect_ok(set(with("mode", json_string("attach")), "argv", NULL), &r);
+	assert_int_equal(r.mode, BM_REQ_ATTACH);
+	assert_int_equal(r.attach_pid, 0);
+	{
+		json_t *c = bm_request_json(&r);
+
+		assert_null(json_object_get(c, "pid"));
+		json_decref(c);
+	}
+	bm_request_free(&r);
 	expect_ok(with("mode", json_string("launch")), &r);
 	assert_int_equal(r.mode, BM_REQ_LAUNCH);
 	bm_request_free(&r);
@@ -360,8 +371,6 @@ static void test_request_pid_and_argv_follow_the_mode(void **state)
 			 bad_pid[i]);
 		expect_bad_text(body, strlen(body), "pid", "must be an integer 1..4194304");
 	}
-	expect_bad(set(with("mode", json_string("attach")), "argv", NULL), "pid",
-		   "required with mode \"attach\"");
 	expect_bad(with("pid", json_integer(1)), "pid", "not allowed with mode \"launch\"");
 	expect_bad(with("argv", NULL), "argv", "required with mode \"launch\"");
 	/* an unknown mode: only the mode is wrong, pid/argv cannot be judged */
@@ -957,7 +966,7 @@ static void test_request_every_error_is_reported_together(void **state)
 		" \"allowed_egress_cidrs\": [\"10.0.0.0/8\", \"bad\", \"10.0.0.1/8\"],"
 		" \"read_only_root_fs\": \"yes\"}}";
 	static const char *const fields[] = {
-		"extra", "id", "argv[1]", "pid", "env.A", "cwd", "priority",
+		"extra", "id", "argv[1]", "env.A", "cwd", "priority",
 		"labels.Bad", "window_ms", "sandbox.nope", "sandbox.cpu_request",
 		"sandbox.memory_limit", "sandbox.allowed_egress_cidrs[1]",
 		"sandbox.allowed_egress_cidrs[2]", "sandbox.read_only_root_fs",

@@ -25,8 +25,9 @@ vm_filter() {
 	test_agent)
 		# Userspace only, and the VM part must stay under 3 minutes: how the agent
 		# folds a long series (9 s; the unit test and the host run it) and its
-		# deadlines (3 s; the host runs it, and test_run_deadline here)
-		echo 'test_agent_long_timeline test_agent_deadlines'
+		# deadlines (3 s; the host runs it, and test_run_deadline here); an attach never named
+		# waits 10 s to end (test_agent_run_client clones into the cgroup here too)
+		echo 'test_agent_long_timeline test_agent_deadlines test_agent_attach_later'
 		;;
 	test_spawner)
 		# Userspace only (the agent<->spawner socket), and hundreds of launches, two process

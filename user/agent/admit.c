@@ -166,15 +166,25 @@ static int launch(struct bm_agent *a, struct ag_effect *e)
 	return ret;
 }
 
-/* Attach: move the caller's (paused) process and its v1 twins' membership into the effect. */
-static int attach(struct ag_effect *e)
+static bool owns(pid_t caller, uid_t uid, pid_t pid);
+
+/* An attach that names its process later (POST .../attach) has this long to, or ends. */
+#define ATTACH_WAIT_NS (10 * BM_NSEC_PER_SEC)
+
+/*
+ * Attach: move the caller's (paused) process and its v1 twins' membership
+ * into the effect; one the caller cloned into the effect's cgroup already
+ * is not moved (a move waits for an RCU grace period).
+ */
+static int attach(struct bm_agent *a, struct ag_effect *e)
 {
 	char pid[24];
 	const int *join;
-	int n, i, err;
+	int n, i, err = 0;
 
 	snprintf(pid, sizeof(pid), "%d", (int)e->req.attach_pid);
-	err = bm_write_file(e->sup.cg->dirfd, "cgroup.procs", pid);
+	if (!bm_cgroup_has_pid(a->env.v2_mount, e->sup.cg->path, e->req.attach_pid))
+		err = bm_write_file(e->sup.cg->dirfd, "cgroup.procs", pid);
 	join = bm_ceilings_join_fds(&e->sup.ceil, &n);
 	for (i = 0; !err && i < n; i++)
 		if (join[i] >= 0 && write(join[i], pid, strlen(pid)) < 0)
@@ -261,11 +271,47 @@ static void start(struct bm_agent *a, struct ag_effect *e)
 	ret = egress(a, e);
 	if (ret)
 		return start_failed(a, e, 0, "filter its egress", ret);
-	ret = e->req.mode == BM_REQ_ATTACH ? attach(e) : launch(a, e);
+	/* an attach without its pid waits for it (ag_attach()) */
+	ret = e->req.mode == BM_REQ_LAUNCH ? launch(a, e) : e->req.attach_pid ? attach(a, e) : 0;
 	if (ret)
 		return start_failed(a, e, ret > 0 ? ret : 0, "start the command", ret);
-	if (!e->launching)
-		running(a, e);
+	if (e->launching)
+		return;
+	running(a, e);
+	if (e->req.mode == BM_REQ_ATTACH && !e->req.attach_pid)
+		e->exit_wait_ns = bm_now_ns() + ATTACH_WAIT_NS;
+}
+
+bool ag_attach_expired(struct bm_agent *a, struct ag_effect *e)
+{
+	if (e->req.mode != BM_REQ_ATTACH || e->req.attach_pid)
+		return false;
+	/* what the caller cloned in and never named goes with it */
+	(void)bm_cgroup__kill(e->sup.cg);
+	start_failed(a, e, 0, "have its process: none was named (POST .../attach) within 10 s", -ETIMEDOUT);
+	return true;
+}
+
+int ag_attach(struct bm_agent *a, struct ag_effect *e, pid_t caller, uid_t uid, pid_t pid)
+{
+	int err;
+
+	if (e->req.mode != BM_REQ_ATTACH || e->req.attach_pid || !e->started || !e->sup.cg ||
+	    e->sup.phase != BM_SUP_RUNNING)
+		return -EALREADY;
+	if (ag_caller_pid(caller, pid, &pid) || !owns(caller, uid, pid))
+		return -EPERM;
+	e->req.attach_pid = pid;
+	err = attach(a, e);
+	if (err) {
+		e->req.attach_pid = 0;
+		return err;
+	}
+	/* it is watched, and its pid kept for an agent that adopts it */
+	e->exit_wait_ns = 0;
+	ag_watch_effect(a, e);
+	(void)bm_store__set_runtime(a->store, e->tenant, e->req.id, e->sup.cg->path, pid, bm_pid_start(pid));
+	return 0;
 }
 
 void ag_launched(struct bm_agent *a, struct ag_effect *e, const struct bm_spawner_msg *m)
@@ -398,7 +444,7 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 		return -EBUSY;
 	}
 	/* the pid as the caller numbers it (a pod has its own namespace), as ours */
-	if (req->mode == BM_REQ_ATTACH &&
+	if (req->mode == BM_REQ_ATTACH && req->attach_pid &&
 	    (ag_caller_pid(caller, req->attach_pid, &req->attach_pid) || !owns(caller, uid, req->attach_pid)))
 		return -EPERM;
 	/* a pod's tool calls run in the pod, attached; the node launches none for it */

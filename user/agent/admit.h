@@ -31,6 +31,15 @@ void ag_end_unstarted(struct bm_agent *a, struct ag_effect *e, enum bm_reason re
 		      const char *advice);
 /* Cancel an effect (SIGTERM, then kill after the grace): 0, or -EALREADY (it has ended). */
 int ag_cancel(struct bm_agent *a, struct ag_effect *e);
+/*
+ * The process of an attach that gave no pid (its cgroup made, waiting):
+ * pid as the caller numbers it, its descendant; one cloned into the
+ * effect's cgroup stays where it is, another is moved. 0, -EPERM (not the
+ * caller's), -EALREADY (not waiting: launched, attached, ended), -errno.
+ */
+int ag_attach(struct bm_agent *a, struct ag_effect *e, pid_t caller, uid_t uid, pid_t pid);
+/* Called once its wait is over: an attach still without its process ends (true), or false. */
+bool ag_attach_expired(struct bm_agent *a, struct ag_effect *e);
 /* An attached effect's caller reports its exit (wait status): 0, -EALREADY or -EINVAL (not attached). */
 int ag_exit(struct bm_agent *a, struct ag_effect *e, int wait_status);
 /* Start queued effects while the node has room, in priority order. */

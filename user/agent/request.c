@@ -124,8 +124,7 @@ static void parse_mode(struct bm_req_errs *e, json_t *root, struct bm_request *r
 	/* with an unknown mode, which of pid/argv belongs is unknown: checked alone */
 	if (!known)
 		return;
-	if (r->mode == BM_REQ_ATTACH && !pid)
-		bm_req_error(e, "pid", "required with mode \"attach\"");
+	/* attach without a pid: the cgroup is made first, the process named by POST .../attach */
 	/* attach's argv only says what the process runs: its tool kind, the outcome's command */
 	if (r->mode == BM_REQ_LAUNCH && json_object_get(root, "tool"))
 		bm_req_error(e, "tool", "only with mode \"attach\": a launch's tool kind is its "
@@ -375,7 +374,8 @@ json_t *bm_request_json(const struct bm_request *r)
 		bad |= json_object_set_new(o, "intent", json_string(r->intent));
 	if (r->mode == BM_REQ_ATTACH) {
 		bad |= json_object_set_new(o, "mode", json_string("attach"));
-		bad |= json_object_set_new(o, "pid", json_integer(r->attach_pid));
+		if (r->attach_pid)
+			bad |= json_object_set_new(o, "pid", json_integer(r->attach_pid));
 		if (r->argv)
 			bad |= json_object_set_new(o, "argv", strv_json(r->argv));
 		if (r->tool[0])

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "agent/admit.h"
 #include "agent/index.h"
 #include "agent/sample.h"
 #include "agent/watch.h"
@@ -33,8 +34,11 @@ void ag_sample(struct bm_agent *a, struct ag_effect *e)
 	if (bm_loader__read(a->loader, e->sup.cg, &m))
 		return;
 	now_win = bm_now_ns() / m.window_ns;
-	/* an ended effect's timeline stops at its last window, as its totals do */
-	if (e->sup.end_ns && bm_window_last(&m, e->sup.end_ns) + 1 < now_win)
+	/*
+	 * An ended effect's timeline stops at its last window, as its totals do;
+	 * once drained (done), that window is final even while the clock is in it.
+	 */
+	if (e->sup.end_ns && (e->sup.phase == BM_SUP_DONE || bm_window_last(&m, e->sup.end_ns) + 1 < now_win))
 		now_win = bm_window_last(&m, e->sup.end_ns) + 1;
 	if (!e->series_next_win) {
 		e->series_next_win = m.first_win;
@@ -139,7 +143,7 @@ void ag_tick(struct bm_agent *a)
 			ag_sample(a, e);
 		}
 		/* an attached process ended and its caller never said how */
-		if (e->exit_wait_ns && now >= e->exit_wait_ns)
+		if (e->exit_wait_ns && now >= e->exit_wait_ns && !ag_attach_expired(a, e))
 			bm_sup__exited(&e->sup, -1);
 		else if (e->idle && !e->readers && !e->exit_wait_ns)
 			ag_sleep(a, e);

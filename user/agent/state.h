@@ -74,7 +74,8 @@ struct ag_effect {
 	char status_path[PATH_MAX];
 	bool started;
 	uint64_t egress_cgid;		/* its allow-list is in the egress filter (0: none) */
-	uint64_t exit_wait_ns;		/* attached: the process is gone; its status may still come */
+	uint64_t exit_wait_ns;		/* attached: the process is gone, its status may still come; or
+					 * no pid yet: it may still be named (ag_attach()) */
 	struct ag_tag t_shim;
 	struct bm_series series;	/* window by window, for streams and the timeline */
 	uint64_t series_next_win;	/* next window to record */

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <microhttpd.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,6 +296,32 @@ static enum MHD_Result report_exit(const struct call *k)
 	return ag_api_reply(k->c, MHD_HTTP_ACCEPTED, ag_effect_json(k->api->a, k->who->tenant, k->id), 0);
 }
 
+/* POST .../attach {"pid": N}: the process of an attach that named none (ag_attach()). */
+static enum MHD_Result attach_later(const struct call *k)
+{
+	struct ag_effect *e = ag_find(k->api->a, k->who->tenant, k->id);
+	json_t *body = k->cc->body ? json_loads(k->cc->body, JSON_REJECT_DUPLICATES, NULL) : NULL;
+	json_t *pid = json_object_get(body, "pid");
+	json_int_t v = json_integer_value(pid);
+	int err;
+
+	err = !json_is_integer(pid) || json_object_size(body) != 1 || v < 1 || v > INT32_MAX ? -EINVAL
+	      : !e ? -EALREADY : ag_attach(k->api->a, e, k->who->pid, k->who->uid, (pid_t)v);
+	json_decref(body);
+	if (err == -EINVAL)
+		return ag_api_error(k->c, MHD_HTTP_BAD_REQUEST, "expected {\"pid\": N}, N >= 1");
+	if (err == -EPERM)
+		return refused(k->c, err, 0);
+	if (err == -EALREADY)
+		return ag_api_error(k->c, MHD_HTTP_CONFLICT,
+				    "the effect is not an attach waiting for its process (launched, "
+				    "attached already, or ended)");
+	if (err)
+		return ag_api_error(k->c, MHD_HTTP_INTERNAL_SERVER_ERROR, "the process could not be moved "
+				    "into the effect's cgroup");
+	return ag_api_reply(k->c, MHD_HTTP_OK, ag_effect_json(k->api->a, k->who->tenant, k->id), 0);
+}
+
 /*
  * The routes. A path is a prefix and, for one effect, an id and a sub-resource
  * after it ({id} stands for [A-Za-z0-9._-]{1,64}); the first route whose path
@@ -312,6 +339,7 @@ static const struct route {
 	{ "GET", "/v1/effects/", "events", events },
 	{ "POST", "/v1/effects/", "cancel", cancel },
 	{ "POST", "/v1/effects/", "exit", report_exit },
+	{ "POST", "/v1/effects/", "attach", attach_later },
 };
 
 /* Does url match r? The id into id (for routes with one). 1 yes, 0 no, -EINVAL a bad id. */

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -322,4 +324,29 @@ void bm_cgroup__free(struct bm_cgroup *cg)
 	if (cg->dirfd >= 0)
 		close(cg->dirfd);
 	free(cg);
+}
+
+long bm_clone_into(int cgroup_fd, uint64_t flags, int *pidfd)
+{
+	struct clone_args args = { 0 };
+
+	args.flags = flags | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0);
+	args.pidfd = (uint64_t)(uintptr_t)pidfd;
+	args.exit_signal = SIGCHLD;
+	args.cgroup = cgroup_fd >= 0 ? (uint64_t)cgroup_fd : 0;
+	return syscall(SYS_clone3, &args, sizeof(args));
+}
+
+bool bm_cgroup_has_pid(const char *v2_mount, const char *path, pid_t pid)
+{
+	char file[64], buf[4096], *line, *save = NULL;
+	size_t m = strlen(v2_mount);
+
+	snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
+	if (bm_read_file(AT_FDCWD, file, buf, sizeof(buf)) < 0 || strncmp(path, v2_mount, m))
+		return false;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (!strncmp(line, "0::", 3))
+			return !strcmp(line + 3, path + m);
+	return false;
 }

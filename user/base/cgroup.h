@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 enum bm_cg_mode { BM_CG_V2, BM_CG_HYBRID };
 
@@ -69,5 +70,16 @@ void bm_cgroup__free(struct bm_cgroup *cg);
 
 /* The cgroup v2 id of a directory (what bpf_get_current_cgroup_id() returns). */
 int bm_cgroup_id(int dirfd, uint64_t *id);
+
+/*
+ * clone3(CLONE_PIDFD | flags) like fork(), the child born in the cgroup of
+ * cgroup_fd (CLONE_INTO_CGROUP; -1: ours): no migration, so none of the
+ * RCU grace period a write to cgroup.procs waits for (~10-15 ms). The
+ * child's pidfd in *pidfd. Returns as fork() does (-1 and errno).
+ */
+long bm_clone_into(int cgroup_fd, uint64_t flags, int *pidfd);
+
+/* Is pid's v2 cgroup (its "0::" line) the directory path, under v2_mount? */
+bool bm_cgroup_has_pid(const char *v2_mount, const char *path, pid_t pid);
 
 #endif /* BM_CGROUP_H */

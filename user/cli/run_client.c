@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/config.h"
+#include "base/cgroup.h"
 #include "base/common.h"
 #include "cli/client.h"
 #include "cli/run_client.h"
@@ -30,16 +31,22 @@
 #define CALL_MS 10000
 #define OUTCOME_WAIT_MS 30000
 
-/* A child that waits for one byte on fd before it execs argv: EOF means never. */
-static pid_t fork_paused(char *const argv[], int *go_fd)
+/*
+ * A child that waits for one byte on fd before it execs argv (EOF means
+ * never), born in the cgroup of cgroup_fd when it is not -1 (it is -1 and
+ * errno when the kernel refuses that: the caller may fork it instead).
+ */
+static pid_t fork_paused(char *const argv[], int *go_fd, int cgroup_fd)
 {
-	int p[2];
+	int p[2], pidfd = -1;
 	char c;
 	pid_t pid;
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
-	pid = fork();
+	pid = cgroup_fd >= 0 ? (pid_t)bm_clone_into(cgroup_fd, 0, &pidfd) : fork();
+	if (pid > 0 && pidfd >= 0)
+		close(pidfd);
 	if (pid < 0) {
 		close(p[0]);
 		close(p[1]);
@@ -97,13 +104,16 @@ static void describe(json_t *r, char *const argv[])
 		bm_warn("ignoring $%s '%.64s': %s", BM_TRACE_ENV, tp, why);
 }
 
+/* The attach request; pid 0: none yet (named by POST .../attach once the cgroup is made). */
 static json_t *request_json(const struct bm_run_opts *o, pid_t pid)
 {
-	json_t *r = json_pack("{s:s, s:s, s:s, s:i, s:I}", "id", o->id, "mode", "attach", "intent",
-			      o->intent ? o->intent : "", "pid", (int)pid, "window_ms",
+	json_t *r = json_pack("{s:s, s:s, s:s, s:I}", "id", o->id, "mode", "attach", "intent",
+			      o->intent ? o->intent : "", "window_ms",
 			      (json_int_t)(o->window_ns / BM_NSEC_PER_MSEC));
 	json_t *sb = json_object();
 
+	if (pid)
+		json_object_set_new(r, "pid", json_integer(pid));
 	describe(r, o->argv);
 	if (strcmp(o->tenant, "default"))
 		json_object_set_new(r, "tenant", json_string(o->tenant));
@@ -117,6 +127,16 @@ static json_t *request_json(const struct bm_run_opts *o, pid_t pid)
 		json_object_set_new(sb, "timeout_seconds", json_real(o->limits.timeout_ns / 1e9));
 	json_object_set_new(r, "sandbox", sb);
 	return r;
+}
+
+/* "/v1/effects/ID/SUB?tenant=" (SUB "": the effect), for root's named tenant. */
+static const char *effect_path(const struct bm_run_opts *o, const char *sub, char *buf, size_t len)
+{
+	bool named = strcmp(o->tenant, "default");
+
+	snprintf(buf, len, "/v1/effects/%s%s%s%s%s", o->id, *sub ? "/" : "", sub, named ? "?tenant=" : "",
+		 named ? o->tenant : "");
+	return buf;
 }
 
 static const char *state_of(const json_t *eff)
@@ -166,8 +186,7 @@ static json_t *outcome_of(const char *sock, const struct bm_run_opts *o, int tim
 	char path[256];
 	json_t *out = NULL;
 
-	snprintf(path, sizeof(path), "/v1/effects/%s/events%s%s", o->id,
-		 strcmp(o->tenant, "default") ? "?tenant=" : "", strcmp(o->tenant, "default") ? o->tenant : "");
+	effect_path(o, "events", path, sizeof(path));
 	if (tfd >= 0 && !timerfd_settime(tfd, 0, &its, NULL))
 		(void)bm_client_follow(sock, path, tfd, outcome_line, &out);
 	if (tfd >= 0)
@@ -216,16 +235,52 @@ static const char *refusal(json_t *answer, int st, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * The command, paused, for an effect whose cgroup the agent has made (eff):
+ * cloned into it when we may (root: no migration, no grace period to wait
+ * for), else forked here for the agent to move; then named to the agent.
+ * Its pid, or -1 (said; the child is gone).
+ */
+static pid_t start_in(const char *sock, const struct bm_run_opts *o, const json_t *eff, int *go)
+{
+	const char *cg = json_string_value(json_object_get(eff, "cgroup"));
+	int fd = cg ? open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1, st;
+	char path[256], why[512];
+	json_t *body, *out = NULL;
+	pid_t pid = fd >= 0 ? fork_paused(o->argv, go, fd) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (pid < 0)
+		pid = fork_paused(o->argv, go, -1);
+	if (pid < 0) {
+		(void)bm_err_errno(-errno, "failed to start '%s'", o->argv[0]);
+		return -1;
+	}
+	body = json_pack("{s:i}", "pid", (int)pid);
+	st = bm_client_call(sock, "POST", effect_path(o, "attach", path, sizeof(path)), body, &out, CALL_MS);
+	json_decref(body);
+	if (st != 200) {
+		bm_err("the agent at %s did not attach %s: %d %s", sock, o->id, st, refusal(out, st, why, sizeof(why)));
+		close(*go);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	json_decref(out);
+	return pid;
+}
+
 int bm_run_client(const struct bm_run_opts *o, const char *sock)
 {
 	char path[256], body[256], why[512];
 	json_t *req, *eff = NULL, *exitj;
 	int st, go = -1, status, ret = BM_EXIT_INTERNAL;
+	/* root clones the command into the cgroup the agent makes first; others are moved there */
+	bool later = geteuid() == 0;
 	sigset_t mask, old;
-	pid_t pid;
+	pid_t pid = 0;
 
-	pid = fork_paused(o->argv, &go);
-	if (pid < 0) {
+	if (!later && (pid = fork_paused(o->argv, &go, -1)) < 0) {
 		(void)bm_err_errno(-errno, "failed to start '%s'", o->argv[0]);
 		return BM_EXIT_INTERNAL;
 	}
@@ -233,8 +288,7 @@ int bm_run_client(const struct bm_run_opts *o, const char *sock)
 	st = bm_client_call(sock, "POST", "/v1/effects", req, &eff, CALL_MS);
 	json_decref(req);
 	/* root runs for a tenant it names; the agent takes that only from root */
-	snprintf(path, sizeof(path), "/v1/effects/%s%s%s", o->id, strcmp(o->tenant, "default") ? "?tenant=" : "",
-		 strcmp(o->tenant, "default") ? o->tenant : "");
+	effect_path(o, "", path, sizeof(path));
 	if (st == 202) {
 		/* queued: the agent attaches it when it starts it */
 		json_decref(eff);
@@ -246,8 +300,18 @@ int bm_run_client(const struct bm_run_opts *o, const char *sock)
 			       o->id, state_of(eff));
 		else
 			bm_err("the agent at %s refused %s: %d %s", sock, o->id, st, refusal(eff, st, why, sizeof(why)));
-		close(go);
-		waitpid(pid, NULL, 0);
+		if (pid > 0) {
+			close(go);
+			waitpid(pid, NULL, 0);
+		}
+		json_decref(eff);
+		return BM_EXIT_INTERNAL;
+	}
+	if (later && (pid = start_in(sock, o, eff, &go)) < 0) {
+		json_decref(eff);
+		eff = NULL;
+		/* the effect waits for a process that will not come: it ends now, not in 10 s */
+		(void)bm_client_call(sock, "POST", effect_path(o, "cancel", body, sizeof(body)), NULL, &eff, CALL_MS);
 		json_decref(eff);
 		return BM_EXIT_INTERNAL;
 	}
@@ -264,10 +328,8 @@ int bm_run_client(const struct bm_run_opts *o, const char *sock)
 	close(go);
 	status = wait_child(pid, &mask);
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	snprintf(body, sizeof(body), "/v1/effects/%s/exit%s%s", o->id, strcmp(o->tenant, "default") ? "?tenant=" : "",
-		 strcmp(o->tenant, "default") ? o->tenant : "");
 	exitj = json_pack("{s:i}", "wait_status", status);
-	(void)bm_client_call(sock, "POST", body, exitj, &eff, CALL_MS);
+	(void)bm_client_call(sock, "POST", effect_path(o, "exit", body, sizeof(body)), exitj, &eff, CALL_MS);
 	json_decref(exitj);
 	json_decref(eff);
 	eff = outcome_of(sock, o, OUTCOME_WAIT_MS);

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/cgroup.h"
 #include "base/common.h"
 #include "effect/exec.h"
 
@@ -187,18 +188,6 @@ static void child_exec(const int *join_fds, int n_join, char *const argv[], cons
 	_exit(127);
 }
 
-/* clone3() into the cgroup fd (-1: where we are), with flags; the child's pidfd in *pidfd. */
-static long clone_into(int cgroup_fd, uint64_t flags, int *pidfd)
-{
-	struct clone_args args = { 0 };
-
-	args.flags = flags | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0);
-	args.pidfd = (uint64_t)(uintptr_t)pidfd;
-	args.exit_signal = SIGCHLD;
-	args.cgroup = cgroup_fd >= 0 ? (uint64_t)cgroup_fd : 0;
-	return syscall(SYS_clone3, &args, sizeof(args));
-}
-
 static int send_fd(int sock, int fd)
 {
 	union {
@@ -239,7 +228,7 @@ static void init_main(int cgroup_fd, const int *join_fds, int n_join, char *cons
 		}
 		cx.stdio[1] = cx.stdio[2] = logp[1];
 	}
-	pid = clone_into(cgroup_fd, 0, &pidfd);
+	pid = bm_clone_into(cgroup_fd, 0, &pidfd);
 	if (pid < 0) {
 		err = -errno;
 		goto fail;
@@ -327,7 +316,7 @@ int bm_effect_spawn_ex(int cgroup_fd, const int *join_fds, int n_join, char *con
 	}
 	if (pidns)
 		flags = CLONE_NEWPID | CLONE_NEWNS | (x->new_netns ? CLONE_NEWNET : 0);
-	pid = clone_into(pidns ? -1 : cgroup_fd, flags, &pidfd);
+	pid = bm_clone_into(pidns ? -1 : cgroup_fd, flags, &pidfd);
 	if (pid < 0) {
 		ret = -errno;
 		goto out;
