@@ -72,14 +72,27 @@ struct child_err {
 	int err;
 };
 
+bool bm_exec_can_drop_bounding(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { { 0 } };
+
+	return !syscall(SYS_capget, &h, d) && (d[0].effective & (1u << CAP_SETPCAP));
+}
+
 /*
  * The bounding and ambient sets: while we still have CAP_SETPCAP, that is
- * before setuid() to a non-root uid takes every capability away.
+ * before setuid() to a non-root uid takes every capability away. Without
+ * it (a caller that is not root) the bounding set stays: it holds nothing
+ * then, and no_new_privs keeps an exec from filling the other sets from it.
  */
 static int drop_bounding(void)
 {
 	int cap;
 
+	if (!bm_exec_can_drop_bounding())
+		return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL
+		       ? -errno : 0;
 	for (cap = 0; cap <= 63; cap++)
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
 			return -errno;
@@ -142,6 +155,9 @@ static int apply_exec(const struct bm_exec *x)
 	/* as the effect's uid: no directory it could not reach itself */
 	if (x->cwd && chdir(x->cwd) < 0)
 		return -errno;
+	/* its own directory, again: a workspace may be mounted over it now */
+	if (!x->cwd && bm_mounts_wanted(&x->mnt))
+		bm_ns_reenter();
 	if (x->drop_caps && (err = drop_caps()))
 		return err;
 	if (x->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -157,12 +173,42 @@ static void report(int fd, int join, int err)
 		_exit(127);
 }
 
-static void child_exec(const int *join_fds, int n_join, char *const argv[], const struct bm_exec *x,
-		       int errfd)
+/*
+ * Held at the gate (gate >= 0) until its holder says go, with the identity
+ * to take then (bm_effect_release()); EOF: it never runs. Returns the exec
+ * options to go on with (x, or *own with the identity replaced).
+ */
+static const struct bm_exec *wait_gate(int gate, const struct bm_exec *x, struct bm_exec *own)
 {
+	struct bm_ids ids;
+	ssize_t n;
+
+	if (gate < 0)
+		return x;
+	do
+		n = read(gate, &ids, sizeof(ids));
+	while (n < 0 && errno == EINTR);
+	if (n != sizeof(ids))
+		_exit(BM_EXIT_INTERNAL);
+	close(gate);
+	if (!ids.set || !x)
+		return x;
+	*own = *x;
+	own->set_ids = true;
+	own->uid = ids.uid;
+	own->gid = ids.gid;
+	own->no_new_privs = true;
+	return own;
+}
+
+static void child_exec(const int *join_fds, int n_join, char *const argv[], const struct bm_exec *x,
+		       int errfd, int gate)
+{
+	struct bm_exec own;
 	sigset_t none;
 	int i, err = 0;
 
+	x = wait_gate(gate, x, &own);
 	for (i = 0; i < n_join; i++) {
 		if (join_fds[i] >= 0 && write(join_fds[i], "0", 1) != 1) {
 			report(errfd, 1, errno);
@@ -220,7 +266,7 @@ static int send_fd(int sock, int fd)
 
 /* The init of the command's PID namespace: pid 1 there, in our cgroup. Never returns. */
 static void init_main(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
-		      const struct bm_exec *x, int chan, int status_fd)
+		      const struct bm_exec *x, int chan, int status_fd, int gate)
 {
 	struct bm_exec cx = *x;
 	int logp[2] = { -1, -1 }, pidfd = -1, err;
@@ -245,7 +291,10 @@ static void init_main(int cgroup_fd, const int *join_fds, int n_join, char *cons
 		goto fail;
 	}
 	if (pid == 0)
-		child_exec(join_fds, n_join, argv, &cx, chan);
+		child_exec(join_fds, n_join, argv, &cx, chan, gate);
+	/* the gate is the command's alone: its end comes from its holder, never from us */
+	if (gate >= 0)
+		close(gate);
 	/* ours closed: the shim sees the end once the command has exec'd (or said why not) */
 	err = send_fd(chan, pidfd);
 	close(chan);
@@ -261,10 +310,11 @@ fail:
 }
 
 /*
- * What the children say on chan until it closes: an error, and (pid_ns)
- * the command's pidfd. Returns 0 once it exec'd, else as bm_effect_spawn_ex().
+ * What the children say on chan: an error, and (pid_ns) the command's
+ * pidfd. Until it closes (the exec), or with held until the pidfd came
+ * (the command waits at its gate). Returns 0, else as bm_effect_spawn_ex().
  */
-static int collect(int chan, int *pidfd)
+static int collect(int chan, int *pidfd, bool held)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -290,6 +340,8 @@ static int collect(int chan, int *pidfd)
 			memcpy(pidfd, CMSG_DATA(c), sizeof(int));
 		if (n == sizeof(ce) && ce.join >= 0 && !ret)
 			ret = ce.join ? (ce.err ? -ce.err : -EIO) : (ce.err ? ce.err : EIO);
+		if (held && *pidfd >= 0)
+			return ret;
 	}
 }
 
@@ -311,8 +363,13 @@ int bm_effect_spawn(int cgroup_fd, const int *join_fds, int n_join, char *const 
 	return bm_effect_spawn_ex(cgroup_fd, join_fds, n_join, argv, NULL, child);
 }
 
-int bm_effect_spawn_ex(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
-		       const struct bm_exec *x, struct bm_child *child)
+/*
+ * The start both spawns share, up to the command's pid: with gate >= 0 it
+ * waits there (h->go is the other end), else until it exec'd. On success
+ * *child is filled; h (held) keeps the channel, and the init to reap.
+ */
+static int spawn(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
+		 const struct bm_exec *x, int gate, struct bm_child *child, struct bm_held *h)
 {
 	bool pidns = x && x->pid_ns;
 	int chan[2], st[2] = { -1, -1 }, pidfd = -1, cmd_fd = -1, ret;
@@ -334,11 +391,13 @@ int bm_effect_spawn_ex(int cgroup_fd, const int *join_fds, int n_join, char *con
 	}
 	if (pid == 0) {
 		close(chan[0]);
+		if (h)
+			close(h->go);
 		if (pidns) {
 			close(st[0]);
-			init_main(cgroup_fd, join_fds, n_join, argv, x, chan[1], st[1]);
+			init_main(cgroup_fd, join_fds, n_join, argv, x, chan[1], st[1], gate);
 		}
-		child_exec(join_fds, n_join, argv, x, chan[1]);
+		child_exec(join_fds, n_join, argv, x, chan[1], gate);
 	}
 	close(chan[1]);
 	chan[1] = -1;
@@ -347,7 +406,10 @@ int bm_effect_spawn_ex(int cgroup_fd, const int *join_fds, int n_join, char *con
 		st[1] = -1;
 	}
 	/* the end of the channel: the exec closed it (O_CLOEXEC), the command runs */
-	ret = collect(chan[0], &cmd_fd);
+	ret = 0;
+	/* held, our own child is at its gate already: there is nothing to wait for */
+	if (!h || pidns)
+		ret = collect(chan[0], &cmd_fd, h != NULL);
 	if (ret) {
 		/* the init, having reaped a command that never ran, ends too */
 		waitpid((pid_t)pid, NULL, 0);
@@ -365,6 +427,11 @@ int bm_effect_spawn_ex(int cgroup_fd, const int *join_fds, int n_join, char *con
 		child->status_fd = -1;
 		pidfd = -1;
 	}
+	if (h) {
+		h->chan = chan[0];
+		h->init = pidns ? (pid_t)pid : 0;
+		chan[0] = -1;
+	}
 out:
 	if (pidfd >= 0)
 		close(pidfd);
@@ -374,10 +441,75 @@ out:
 		close(st[0]);
 	if (st[1] >= 0)
 		close(st[1]);
-	close(chan[0]);
+	if (chan[0] >= 0)
+		close(chan[0]);
 	if (chan[1] >= 0)
 		close(chan[1]);
 	return ret;
+}
+
+int bm_effect_spawn_ex(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
+		       const struct bm_exec *x, struct bm_child *child)
+{
+	return spawn(cgroup_fd, join_fds, n_join, argv, x, -1, child, NULL);
+}
+
+int bm_effect_spawn_held(char *const argv[], const struct bm_exec *x, struct bm_child *child,
+			 struct bm_held *h)
+{
+	int gate[2], ret;
+
+	h->chan = h->go = -1;
+	h->init = 0;
+	if (pipe2(gate, O_CLOEXEC) < 0)
+		return -errno;
+	h->go = gate[1];
+	ret = spawn(-1, NULL, 0, argv, x, gate[0], child, h);
+	close(gate[0]);
+	if (ret) {
+		close(h->go);
+		h->go = -1;
+	}
+	return ret;
+}
+
+int bm_effect_release(struct bm_held *h, const struct bm_ids *ids)
+{
+	struct bm_ids none = { 0 };
+	int ret, fd = -1;
+	ssize_t n;
+
+	do
+		n = write(h->go, ids ? ids : &none, sizeof(none));
+	while (n < 0 && errno == EINTR);
+	ret = n == sizeof(none) ? 0 : -EPIPE;
+	close(h->go);
+	h->go = -1;
+	if (!ret)
+		ret = collect(h->chan, &fd, false);
+	if (fd >= 0)
+		close(fd);
+	close(h->chan);
+	h->chan = -1;
+	return ret;
+}
+
+void bm_effect_held_drop(struct bm_held *h, struct bm_child *child)
+{
+	/* EOF at the gate: the command exits unrun, then its init too */
+	if (h->go >= 0)
+		close(h->go);
+	if (h->chan >= 0)
+		close(h->chan);
+	h->go = h->chan = -1;
+	while (waitpid(h->init ? h->init : child->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	h->init = 0;
+	if (child->pidfd >= 0)
+		close(child->pidfd);
+	if (child->status_fd >= 0)
+		close(child->status_fd);
+	child->pidfd = child->status_fd = -1;
 }
 
 int bm_child_wait(struct bm_child *c, int *wait_status)

@@ -126,6 +126,7 @@ static void init_outcome(struct bm_sup *s)
 	out->intent = s->o.intent;
 	out->argv = s->o.argv;
 	out->limits = s->o.limits;
+	out->sandbox = s->o.sandbox;
 	out->started_wall_ns = bm_wall_ns();
 }
 
@@ -248,7 +249,7 @@ int bm_sup__spawn(struct bm_sup *s)
 	int n;
 	const int *join = bm_ceilings_join_fds(&s->ceil, &n);
 
-	return bm_effect_spawn(s->cg->dirfd, join, n, s->o.argv, &s->child);
+	return bm_effect_spawn_ex(s->cg->dirfd, join, n, s->o.argv, s->o.exec, &s->child);
 }
 
 void bm_sup__event(struct bm_sup *s, const struct bm_event *e)
