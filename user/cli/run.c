@@ -198,6 +198,21 @@ static void report(struct run_state *s)
 	bm_report(&ro, &s->sup.out);
 }
 
+/*
+ * Find the command as its exec will: a relative path with a slash from
+ * --cwd, where it is run (as execvp() does once there); else as ever.
+ */
+static int resolve(const struct bm_run_opts *o, char *path, size_t len)
+{
+	const char *cmd = o->argv[0];
+	char rel[PATH_MAX * 2];
+
+	if (!o->sb.cwd[0] || cmd[0] == '/' || !strchr(cmd, '/'))
+		return bm_effect_resolve(cmd, path, len);
+	snprintf(rel, sizeof(rel), "%s/%s", o->sb.cwd, cmd);
+	return bm_effect_resolve(rel, path, len);
+}
+
 /* The command could not be found or run: report it (nothing of it ran). */
 static int not_runnable(struct run_state *s, int err)
 {
@@ -267,7 +282,7 @@ static int run(struct run_state *s, struct bm_sup_opts *so)
 	s->sup.out.limits = so->limits;
 	s->sup.out.started_wall_ns = bm_wall_ns();
 	s->sup.out.sandbox = so->sandbox;
-	err = bm_effect_resolve(so->argv[0], path, sizeof(path));
+	err = resolve(s->o, path, sizeof(path));
 	if (err)
 		return not_runnable(s, -err);
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0 || start(s, so) || egress(s))
@@ -305,7 +320,7 @@ int bm_run(struct bm_run_opts *o)
 	sigemptyset(&old);
 	bm_log_set_level(o->verbose ? BM_LOG_DEBUG : BM_LOG_INFO);
 	bm_log_libbpf();
-	if (bm_effect_resolve(o->argv[0], path, sizeof(path)) == 0 && (sock = bm_run_agent_socket(o)))
+	if (resolve(o, path, sizeof(path)) == 0 && (sock = bm_run_agent_socket(o)))
 		return bm_run_client(o, sock);
 	s = calloc(1, sizeof(*s));
 	if (!s) {
