@@ -320,6 +320,32 @@ static void test_agent_queue_full(void **state)
 }
 
 /*
+ * A tenant's share of the node (tenant_max_running) is given back when its
+ * effects end: with a share of 2, five effects one after another all run.
+ * (It was not: the third waited for ever, and so did every later one.)
+ */
+static void test_agent_tenant_share_comes_back(void **state)
+{
+	char id[16];
+	json_t *e;
+	int i;
+
+	agent_start_cfg("", "max_running: 8\nmax_queued: 8\ntenant_max_running: 2\n"
+			"admit_cpu_pressure: 100\nadmit_mem_available: 0\n"
+			"tenants:\n  - { uid: 0, tenant: %s }\n", token);
+	for (i = 0; i < 5; i++) {
+		snprintf(id, sizeof(id), "share%d", i);
+		e = NULL;
+		assert_int_equal(call("POST", "/v1/effects", launch_req(id, "bm-sleeper", "10", NULL), &e), 201);
+		json_decref(e);
+		e = wait_final(id, 10000);
+		assert_string_equal(jstr(e, "state"), "succeeded");
+		json_decref(e);
+	}
+	finish(state);
+}
+
+/*
  * kill -9 of the agent while 20 effects run: the pinned meter keeps
  * counting and the shims keep waiting; the restarted agent adopts the pins
  * and every effect, and each ends succeeded with the exit status its shim
@@ -874,6 +900,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_tenants, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_bad_requests, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_queue_full, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_tenant_share_comes_back, setup_agent,
+						teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_kill9_readopt, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_deadlines, setup_agent, teardown_agent),
 		cmocka_unit_test_setup_teardown(test_agent_long_timeline, setup_agent, teardown_agent),

@@ -293,8 +293,11 @@ void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
 		(void)unlink(pid_file);
 		(void)unlink(e->status_path);
 	}
-	if (e->started)
+	/* its slot and its tenant's share, given back together (index.c counts only started ones) */
+	if (e->started) {
 		a->running--;
+		(void)ag_tenant_count(a, e->tenant, -1);
+	}
 	e->started = false;
 	if (err || e->unstored)
 		remain(a, e);
