@@ -110,6 +110,7 @@ int bm_effect_release(struct bm_held *h, const struct bm_ids *ids);
 /* It never runs: it exits at the gate; it (or its init) is reaped, child's fds closed. */
 void bm_effect_held_drop(struct bm_held *h, struct bm_child *child);
 
+/* The shim (exec_shim.c). */
 /*
  * Start the command under a shim: a forked process of ours, in its own
  * session, that spawns it (as bm_effect_spawn_ex()), waits for it and
