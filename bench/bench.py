@@ -1618,12 +1618,12 @@ def table(res, b, meta):
             for x in peers:
                 row(f"launch, full sandbox, {what}, n={len(sb['ms'])}", fmt(sb), x["name"], fmt(x),
                     f"{median(sb['ms']) / median(x['ms']):.1f}", f"{sb['cmd']}  |  {x['cmd']}")
-            row(f"  the sandbox's own cost, {what}", f"+{median(sb['ms']) - median(plain['ms']):.1f} ms",
+            row(f"  the sandbox's own cost, {what}", f"{median(sb['ms']) - median(plain['ms']):+.1f} ms",
                 plain["name"], fmt(plain), f"{median(sb['ms']) / median(plain['ms']):.2f}",
                 "the same run with and without the sandbox flags")
             if "bwrap, same sandbox" in by:
                 bw = by["bwrap, same sandbox"]
-                row(f"  the meter's overhead, {what}", f"+{median(sb['ms']) - median(bw['ms']):.1f} ms",
+                row(f"  the meter's overhead, {what}", f"{median(sb['ms']) - median(bw['ms']):+.1f} ms",
                     "bwrap, same sandbox", fmt(bw), f"{median(sb['ms']) / median(bw['ms']):.1f}",
                     "over the same sandbox alone: cgroup, meter, "
                     + ("BPF load, outcome" if what == "standalone" else "the agent's attach, outcome"))
