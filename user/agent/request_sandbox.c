@@ -266,7 +266,8 @@ static void parse_workspace(struct bm_req_errs *e, json_t *v, struct bm_sandbox 
 		bm_req_error(e, "sandbox.workspace", "\"%.*s\" is not an absolute path",
 			     bm_req_quote_len(s, BM_REQ_QUOTE_MAX), s);
 	else if (!strcmp(s, "/"))
-		bm_req_error(e, "sandbox.workspace", "\"/\" is the whole filesystem: name a directory in it");
+		bm_req_error(e, "sandbox.workspace",
+			     "\"/\" is the whole filesystem: name a directory in it");
 	else if (strstr(s, "/../") || (strlen(s) >= 3 && !strcmp(s + strlen(s) - 3, "/..")))
 		bm_req_error(e, "sandbox.workspace", "must not contain a \"..\" component");
 	else

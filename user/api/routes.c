@@ -110,12 +110,13 @@ static enum MHD_Result create(const struct call *k)
 		return ag_api_reply(k->c, MHD_HTTP_BAD_REQUEST,
 				    json_pack("{s:s, s:o}", "error", "invalid request", "fields", errs), 0);
 	}
-	/* what only the host can tell (a launch's workspace is there); an attached one's is the caller's */
-	if (req.mode == BM_REQ_LAUNCH && bm_sandbox_check_host(&req.sandbox, &field, msg, sizeof(msg))) {
+	/* what only the host can tell (a launch's workspace is there); an attached one's is its caller's */
+	if (req.mode == BM_REQ_LAUNCH &&
+	    bm_sandbox_check_host(&req.sandbox, &field, msg, sizeof(msg))) {
 		bm_request_free(&req);
 		return ag_api_reply(k->c, MHD_HTTP_BAD_REQUEST,
-				    json_pack("{s:s, s:[{s:s, s:s}]}", "error", "invalid request", "fields",
-					      "field", field, "error", msg), 0);
+				    json_pack("{s:s, s:[{s:s, s:s}]}", "error", "invalid request",
+					      "fields", "field", field, "error", msg), 0);
 	}
 	/* the tenant is the caller's; only root may act for another, and never from inside an effect */
 	snprintf(tenant, sizeof(tenant), "%s", k->who->tenant);

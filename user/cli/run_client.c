@@ -166,8 +166,8 @@ static int gate_ids(const struct bm_run_opts *o, const json_t *eff, struct bm_id
 		/* root's own command: the uid asked for stands; the agent's is said beside it */
 		if (ra && (uid != (json_int_t)o->sb.uid) && !o->quiet)
 			bm_info("--user %u: as asked, not the agent's uid %lld for tenant %s "
-				"(--non-root takes the agent's)", (unsigned int)o->sb.uid, (long long)uid,
-				o->tenant);
+				"(--non-root takes the agent's)", (unsigned int)o->sb.uid,
+				(long long)uid, o->tenant);
 		return 0;
 	}
 	if (!json_is_integer(json_object_get(ra, "uid")) || uid <= 0) {
@@ -214,7 +214,8 @@ static int report(const struct bm_run_opts *o, json_t *eff, const struct bm_sand
 	}
 	if (en)
 		(void)bm_sandbox_enf_json(enf, en);
-	return bm_report_json(&(struct bm_report_opts){ o->outcome, o->json, o->hist, o->quiet }, o->id, out);
+	return bm_report_json(&(struct bm_report_opts){ o->outcome, o->json, o->hist, o->quiet },
+			      o->id, out);
 }
 
 /*
@@ -228,8 +229,9 @@ static int client_sandbox(const struct bm_run_opts *o, const char *sock, struct 
 	int err;
 
 	if (flag) {
-		bm_err("invalid %s through the agent at %s: the command is run's own child, and only "
-		       "root can give it that (run it as root, or have the agent launch it)", flag, sock);
+		bm_err("invalid %s through the agent at %s: the command is run's own child, and "
+		       "only root can give it that (run it as root, or have the agent launch it)",
+		       flag, sock);
 		return -EPERM;
 	}
 	*sb = o->sb.sb;
@@ -311,7 +313,8 @@ int bm_run_client(const struct bm_run_opts *o, const char *sock)
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	/* as the shell says it: 127 not found, 126 found but not runnable, 125 ours */
 	if (err)
-		status = W_EXITCODE(err == ENOENT || err == ENOTDIR ? 127 : err > 0 ? 126 : BM_EXIT_INTERNAL, 0);
+		status = W_EXITCODE(err == ENOENT || err == ENOTDIR ? BM_EXIT_NOTFOUND
+				    : err > 0 ? BM_EXIT_NOEXEC : BM_EXIT_INTERNAL, 0);
 	effect_path(o, "/exit", body, sizeof(body));
 	exitj = json_pack("{s:i}", "wait_status", status);
 	(void)bm_client_call(sock, "POST", body, exitj, &eff, CALL_MS);

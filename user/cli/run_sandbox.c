@@ -52,7 +52,8 @@ static int cidr(const char *arg, struct bm_sandbox *sb)
 		return bad("--allow-egress", arg, hint);
 	}
 	if (err)
-		return bad("--allow-egress", arg, "a CIDR, e.g. 10.0.0.0/8, 127.0.0.2/32 or 2001:db8::/32");
+		return bad("--allow-egress", arg,
+			   "a CIDR, e.g. 10.0.0.0/8, 127.0.0.2/32 or 2001:db8::/32");
 	if (sb->n_cidrs == BM_REQ_MAX_CIDRS)
 		return bad("--allow-egress", arg, "at most 64 CIDRs");
 	sb->cidrs[sb->n_cidrs++] = c;
@@ -70,7 +71,10 @@ static bool number_id(const char *s, unsigned int *out)
 	return true;
 }
 
-/* USER|UID[:GROUP|GID]: names resolved here, as setpriv and docker do; a UID's gid is its user's, else the UID. */
+/*
+ * USER|UID[:GROUP|GID]: names resolved here, as setpriv and docker do; a
+ * UID's gid is its user's, else the UID itself.
+ */
 static int user(const char *arg, struct bm_run_sandbox *s)
 {
 	char name[256], *colon;
@@ -111,7 +115,8 @@ static int env(const char *arg, struct bm_run_sandbox *s)
 
 	if (!eq || !klen || (arg[0] >= '0' && arg[0] <= '9') ||
 	    strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_0123456789") != klen)
-		return bad("--env", arg, "KEY=VALUE, KEY of letters, digits and '_', not starting with a digit");
+		return bad("--env", arg,
+			   "KEY=VALUE, KEY of letters, digits and '_', not starting with a digit");
 	if (s->n_env == BM_RUN_MAX_ENV)
 		return bad("--env", arg, "at most 256 of them");
 	s->env[s->n_env++] = arg;

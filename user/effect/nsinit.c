@@ -111,7 +111,9 @@ static int workspace_put(int tree, const char *path)
 
 	if (access(path, F_OK) < 0 && (err = mkdir_p(path)))
 		return err;
-	return syscall(SYS_move_mount, tree, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) < 0 ? -errno : 0;
+	if (syscall(SYS_move_mount, tree, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return -errno;
+	return 0;
 }
 
 void bm_ns_reenter(void)

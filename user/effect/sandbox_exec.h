@@ -31,7 +31,7 @@ struct bm_sandbox_ctx {
 	 */
 	bool isolate;
 	const char *hide;	/* with isolate: a file covered by /dev/null (the agent's socket) */
-	uint64_t log_max;	/* with isolate: stdout and stderr through the init, capped (0: direct) */
+	uint64_t log_max;	/* with isolate: output through the init, capped (0: direct) */
 	bool clean_env;		/* envp is all it gets (for the enforcement's wording) */
 };
 

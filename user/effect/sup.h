@@ -128,7 +128,7 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 int bm_sup__adopt(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_env *env,
 		  const char *cgroup_path, const struct bm_sup_opts *o);
 
-/* Start the command in the cgroup, with o->exec: bm_effect_spawn_ex()'s return (0, >0 exec errno, -errno). */
+/* Start the command in the cgroup with o->exec: bm_effect_spawn_ex()'s (0, >0 exec errno, -errno). */
 int bm_sup__spawn(struct bm_sup *s);
 
 /* A ring-buffer record for this effect's cgroup. */
