@@ -62,7 +62,8 @@ static unsigned int n_made;
 static int forget_probes(void)
 {
 	static const char *const probes[] = { "/var/tmp/bm-sbx-%s", "/etc/bm-sbx-%s", "/bm-sbx-%s",
-					      "/tmp/bm-sbx-%s-priv", "/var/tmp/bm-sbx-%s-x" };
+					      "/tmp/bm-sbx-%s-priv", "/var/tmp/bm-sbx-%s-x",
+					      "/tmp/bm-sbx-%s-tmp" };
 	char path[PATH_MAX];
 	unsigned int i;
 	int found = 0;
@@ -214,7 +215,7 @@ static void test_sbx_filesystem(void **state)
 {
 	struct fx *f = *state;
 	char ws[] = "/tmp/bm-sbx-ws.XXXXXX", out[] = "/tmp/bm-sbx-out.XXXXXX";
-	char script[4096], file[PATH_MAX + 32], priv[64], real[PATH_MAX];
+	char script[4096], file[PATH_MAX + 32], priv[64], real[PATH_MAX], alone[PATH_MAX + 128];
 	static const char *const want[] = {
 		"ws=rw\n", "tmp=rw\n", "beside=none\n", "vartmp=ro\n", "etc=ro\n", "root=ro\n",
 		"tmpsize=16777216\n", "pid=2\n", "init=bm-init\n",
@@ -256,6 +257,32 @@ static void test_sbx_filesystem(void **state)
 		check_held(r, m, "tmp", "tmpfs 16 MiB on /tmp");
 		check_held(r, m, "workspace", real);
 		check_held(r, m, "namespaces", "pid");
+	}
+	/* --read-only-root alone: the same walls, a private /tmp of the default size */
+	snprintf(script, sizeof(script),
+		 "touch %s && echo tmp=rw; touch %s/x 2>/dev/null && echo beside=rw || echo beside=none;"
+		 "touch /var/tmp/bm-sbx-%s 2>/dev/null && echo vartmp=rw || echo vartmp=ro;"
+		 "touch /etc/bm-sbx-%s 2>/dev/null && echo etc=rw || echo etc=ro;"
+		 "echo tmpsize=$(($(stat -f -c '%%b * %%S' /tmp)))", priv, out, token, token);
+	for (m = 0; m < N_MODES; m++) {
+		r = SBX(f, m, "--read-only-root", "--", "/bin/sh", "-c", script);
+		check_ran(f, r, m);
+		check_said(r, m, (const char *const[]){ "tmp=rw\n", "beside=none\n", "vartmp=ro\n",
+							"etc=ro\n", "tmpsize=67108864\n" }, 5);
+		assert_int_equal(access(priv, F_OK), -1);
+		assert_true(sandbox_flag(r, "read_only_root_fs"));
+		assert_null(jget(r->o, "sandbox.workspace"));
+		check_held(r, m, "tmp", "tmpfs 64 MiB on /tmp");
+		/* --tmp-size alone: a private /tmp of that size over a root that stays writable */
+		snprintf(file, sizeof(file), "/tmp/bm-sbx-%s-tmp", token);
+		snprintf(alone, sizeof(alone), "touch %s && echo tmp=rw;"
+			 "echo tmpsize=$(($(stat -f -c '%%b * %%S' /tmp)))", file);
+		r = SBX(f, m, "--tmp-size", "8M", "--", "/bin/sh", "-c", alone);
+		check_ran(f, r, m);
+		check_said(r, m, (const char *const[]){ "tmp=rw\n", "tmpsize=8388608\n" }, 2);
+		assert_int_equal(access(file, F_OK), -1);
+		assert_false(sandbox_flag(r, "read_only_root_fs"));
+		assert_null(jget(r->o, "enforcement.read_only_root"));
 	}
 	/* no flag: the host's /tmp, beside the workspace, is written (only there: it is ours) */
 	snprintf(script, sizeof(script), "touch %s/x 2>/dev/null && echo beside=rw || echo beside=none", out);
