@@ -54,9 +54,9 @@ enum {
 	"  --clean-env         only the --env pairs (and a default PATH)\n"                  \
 	"  --env KEY=VALUE     set KEY in the command's environment (repeatable)\n"          \
 	"  --cwd DIR           run in DIR (entered as the --user)\n"                         \
-	"  With any of --network, --allow-egress, --read-only-root, --tmp-size,\n"           \
-	"  --workspace, --user, --non-root or --drop-caps the command also gets PID,\n"      \
-	"  mount and cgroup namespaces of its own, as the agent's effects do.\n"
+	"  With any of --network none|restricted, --allow-egress, --read-only-root,\n"       \
+	"  --tmp-size, --workspace, --user, --non-root or --drop-caps the command also\n"    \
+	"  gets PID, mount and cgroup namespaces of its own, as the agent's effects do.\n"
 
 struct bm_run_sandbox {
 	struct bm_sandbox sb;	/* the request's form; its ceilings come from --cpu & co. */
