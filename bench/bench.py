@@ -5,8 +5,9 @@
 Started by bench/run.sh, which builds the helpers first. Sections:
   kcost   kernel ns per context switch (bpf_stats): burstmeter vs runqlat vs an empty program
   tput    throughput of switch-heavy loads: nothing vs burstmeter vs runqlat
-  launch  start-up of 'burstmeter run -- /bin/true' vs fork/exec, unshare, bwrap; through the
-          agent: client mode, POST -> outcome / exec'd vs fork/exec, submissions per second
+  launch  start-up of 'burstmeter run -- /bin/true' vs fork/exec, unshare, bwrap; with the full
+          sandbox (both ways) vs bwrap's same sandbox; through the agent: client mode,
+          POST -> outcome / exec'd vs fork/exec, submissions per second
   spikes  50 ms memory spikes: burstmeter's peak vs a 1 s sampler of the same runs
   detect  breach of a pids / memory / CPU ceiling -> action, kernel fast path vs userspace
   scale   as many effects at once through one agent as fit: its memory, CPU, maps, /metrics
@@ -833,14 +834,28 @@ def launch(b, res):
     agent = Agent("launch", max_running=max(64, CFG["rate_n"] + 16),
                   max_queued=max(256, CFG["rate_n"] + 16)).start()
     try:
+        # run's full sandbox (the agent's launches have the same: bm_sandbox_exec), and bwrap's
+        # nearest: its namespaces, a read-only root with a private /tmp, the workspace bound
+        # read-write, another uid, no capabilities, a clean environment
+        ws = Tmp.path("launch-ws")
+        os.makedirs(ws, exist_ok=True)
+        full = ["--network", "none", "--read-only-root", "--workspace", ws, "--user", "65534",
+                "--drop-caps", "--clean-env"]
         cmds = [("fork/exec", ["/bin/true"]),
                 ("burstmeter run", [bm, "run", "-q", "--standalone", "--", "/bin/true"]),
                 ("run --socket", [bm, "run", "-q", "--socket", agent.sock, "--", "/bin/true"]),
+                ("run, full sandbox", [bm, "run", "-q", "--standalone"] + full + ["--", "/bin/true"]),
+                ("run --socket, full sandbox",
+                 [bm, "run", "-q", "--socket", agent.sock] + full + ["--", "/bin/true"]),
                 ("unshare -mpf", ["unshare", "-mpf", "--fork", "/bin/true"])]
         if shutil.which("bwrap"):
             cmds.append(("bwrap", ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "/bin/true"]))
+            cmds.append(("bwrap, same sandbox",
+                         ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--bind",
+                          ws, ws, "--proc", "/proc", "--dev", "/dev", "--uid", "65534", "--gid",
+                          "65534", "--cap-drop", "ALL", "--clearenv", "/bin/true"]))
         else:
-            warn("bwrap missing (tools/deps.sh bench installs bubblewrap): its row is skipped")
+            warn("bwrap missing (tools/deps.sh bench installs bubblewrap): its rows are skipped")
         argv = [os.path.join(b, "bench", "bm-launch"), str(CFG["launch_runs"])]
         for i, (_, c) in enumerate(cmds):
             argv += ([":::"] if i else []) + c
@@ -856,7 +871,8 @@ def launch(b, res):
             if n:
                 warn(f"launch: '{' '.join(cmds[k][1])}' failed {n} of {len(ms[k])} times")
         res["launch"] = [dict(name=cmds[k][0], cmd=" ".join(cmds[k][1]).replace(BM, "build/burstmeter")
-                              .replace(agent.sock, "S"), ms=ms[k]) for k in range(len(cmds))]
+                              .replace(agent.sock, "S").replace(ws, "W"), ms=ms[k])
+                         for k in range(len(cmds))]
 
         # the API from C: POST -> outcome and POST -> exec'd, against fork/exec of the same
         dbin, stampf = os.path.join(b, "bench", "bm-detect"), Tmp.path("launch.stamp")
@@ -1581,8 +1597,10 @@ def table(res, b, meta):
         cl = next((x for x in L if x["name"] == "run --socket"), None)
         fk = next((x for x in L if x["name"] == "fork/exec"), None)
         fmt = lambda x: f"{median(x['ms']):.1f} ms, p90 {pctl(x['ms'], 90):.1f}"
+        by = {x["name"]: x for x in L}
+        sandboxed = (by.get("run, full sandbox"), by.get("run --socket, full sandbox"))
         for x in L:
-            if x is bm or x is cl:
+            if x is bm or x is cl or x in sandboxed:
                 continue
             row(f"launch /bin/true, n={len(bm['ms'])}", fmt(bm), x["name"], fmt(x),
                 f"{median(bm['ms']) / median(x['ms']):.1f}", f"{bm['cmd']}  |  {x['cmd']}")
@@ -1592,6 +1610,23 @@ def table(res, b, meta):
             if fk:
                 row("  client mode vs fork/exec", fmt(cl), "fork/exec", fmt(fk),
                     f"{median(cl['ms']) / median(fk['ms']):.1f}", f"agent of this bench at S")
+        # the full sandbox (W: a workspace under /tmp), against the sandboxing tools alone
+        peers = [by[n] for n in ("bwrap, same sandbox", "bwrap", "unshare -mpf") if n in by]
+        for sb, plain, what in ((sandboxed[0], bm, "standalone"), (sandboxed[1], cl, "client mode")):
+            if not sb or not plain:
+                continue
+            for x in peers:
+                row(f"launch, full sandbox, {what}, n={len(sb['ms'])}", fmt(sb), x["name"], fmt(x),
+                    f"{median(sb['ms']) / median(x['ms']):.1f}", f"{sb['cmd']}  |  {x['cmd']}")
+            row(f"  the sandbox's own cost, {what}", f"{median(sb['ms']) - median(plain['ms']):+.1f} ms",
+                plain["name"], fmt(plain), f"{median(sb['ms']) / median(plain['ms']):.2f}",
+                "the same run with and without the sandbox flags")
+            if "bwrap, same sandbox" in by:
+                bw = by["bwrap, same sandbox"]
+                row(f"  the meter's overhead, {what}", f"{median(sb['ms']) - median(bw['ms']):+.1f} ms",
+                    "bwrap, same sandbox", fmt(bw), f"{median(sb['ms']) / median(bw['ms']):.1f}",
+                    "over the same sandbox alone: cgroup, meter, "
+                    + ("BPF load, outcome" if what == "standalone" else "the agent's attach, outcome"))
     if res.get("launch_api"):
         A = res["launch_api"]
         fmt = lambda x: f"{median(x):.1f} ms, p90 {pctl(x, 90):.1f}" if x else "n/a"

@@ -113,6 +113,7 @@ class Sandbox:
     read_only_root_fs: Optional[bool] = None
     run_as_non_root: Optional[bool] = None
     drop_all_capabilities: Optional[bool] = None
+    workspace: Optional[str] = None  # an absolute directory, bound read-write
 
     def to_json(self) -> Dict[str, Any]:
         return _prune(asdict(self))

@@ -19,6 +19,7 @@
 
 #include "agent/request.h"
 #include "agent/request_field.h"
+#include "agent/request_sandbox.h"
 
 #define MIB (1024ULL * 1024)
 #define GIB (MIB * 1024)
@@ -885,6 +886,49 @@ static void test_request_sandbox_flags_are_booleans(void **state)
 	expect_bad(with("sandbox", json_null()), "sandbox", "must be an object");
 }
 
+/* sandbox.workspace: an absolute path without "..", not "/"; it round-trips; its existence is the host's to check */
+static void test_request_workspace_is_an_absolute_directory(void **state)
+{
+	static const char *const ok[] = { "/work", "/tmp/ws", "/a/..b", "/a/./b" };
+	static const char *const dotdot[] = { "/..", "/a/..", "/a/../b" };
+	char msg[256];
+	const char *field = NULL;
+	struct bm_request r;
+	json_t *j;
+	size_t i;
+
+	for (i = 0; i < N(ok); i++) {
+		expect_ok(with("sandbox.workspace", json_string(ok[i])), &r);
+		assert_string_equal(r.sandbox.workspace, ok[i]);
+		j = bm_request_json(&r);
+		assert_string_equal(json_string_value(json_object_get(json_object_get(j, "sandbox"),
+								      "workspace")), ok[i]);
+		json_decref(j);
+		bm_request_free(&r);
+	}
+	for (i = 0; i < N(dotdot); i++)
+		expect_bad(with("sandbox.workspace", json_string(dotdot[i])), "sandbox.workspace",
+			   "\"..\" component");
+	expect_bad(with("sandbox.workspace", json_string("work")), "sandbox.workspace",
+		   "not an absolute path");
+	expect_bad(with("sandbox.workspace", json_string("/")), "sandbox.workspace", "whole filesystem");
+	expect_bad(with("sandbox.workspace", json_integer(1)), "sandbox.workspace", "must be a string");
+	expect_bad(with("sandbox.workspace", str_of('/', PATH_MAX)), "sandbox.workspace", "at most 4095");
+	/* not in the parse (a stored request must read back whatever became of it): at submission */
+	expect_ok(with("sandbox.workspace", json_string("/nonexistent-bm-ws")), &r);
+	assert_int_equal(bm_sandbox_check_host(&r.sandbox, &field, msg, sizeof(msg)), -ENOENT);
+	assert_string_equal(field, "sandbox.workspace");
+	assert_non_null(strstr(msg, "/nonexistent-bm-ws"));
+	snprintf(r.sandbox.workspace, sizeof(r.sandbox.workspace), "/etc/passwd");
+	assert_int_equal(bm_sandbox_check_host(&r.sandbox, &field, msg, sizeof(msg)), -ENOTDIR);
+	assert_non_null(strstr(msg, "not a directory"));
+	snprintf(r.sandbox.workspace, sizeof(r.sandbox.workspace), "/tmp");
+	assert_int_equal(bm_sandbox_check_host(&r.sandbox, &field, msg, sizeof(msg)), 0);
+	r.sandbox.workspace[0] = '\0';
+	assert_int_equal(bm_sandbox_check_host(&r.sandbox, &field, msg, sizeof(msg)), 0);
+	bm_request_free(&r);
+}
+
 static void test_request_unknown_fields_anywhere(void **state)
 {
 	static const char *const f1[] = { "Id", "sandbox.cpu", "sandbox.timeout" };
@@ -1095,6 +1139,8 @@ static void test_request_canonical_form_round_trips(void **state)
 		"\"expect\":{\"cpu_cores\":0.0015,\"memory_bytes\":\"1.5Gi\",\"pids\":3,"
 		"\"net_tx_bytes_per_s\":0,\"net_tx_bytes\":1e3,\"wall_seconds\":604799.999999999}}",
 		"{\"id\":\"d\",\"argv\":[\"x\"],\"expect\":{\"wall_seconds\":\"0.001000001\"}}",
+		"{\"id\":\"c\",\"argv\":[\"x\"],\"sandbox\":{\"read_only_root_fs\":true,"
+		"\"workspace\":\"/srv/ws\"}}",
 	};
 	json_t *sb, *j = round_trip(full_body);
 	size_t i;
@@ -1287,6 +1333,7 @@ int main(void)
 		cmocka_unit_test(test_request_cidr_count_is_bounded),
 		cmocka_unit_test(test_request_cidr_parse_and_format_directly),
 		cmocka_unit_test(test_request_sandbox_flags_are_booleans),
+		cmocka_unit_test(test_request_workspace_is_an_absolute_directory),
 		cmocka_unit_test(test_request_unknown_fields_anywhere),
 		cmocka_unit_test(test_request_bad_json_is_one_error),
 		cmocka_unit_test(test_request_body_size_is_capped),

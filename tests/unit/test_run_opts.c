@@ -6,6 +6,8 @@
  * tests can hold the parser to that, and so --help does not mix into TAP.
  */
 #include <errno.h>
+#include <limits.h>
+#include <pwd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -330,6 +332,256 @@ static void test_parse_args_error_stays_one_line(void **state)
 	REJECT("--tenant", "--tenant", "\n", "--", "true");
 }
 
+/* ------------------------------------------------------------ the sandbox flags */
+
+static void test_sandbox_flags_default_to_none(void **state)
+{
+	struct bm_run_opts o;
+
+	assert_int_equal(PARSE(&o, "--", "true"), 1);
+	assert_int_equal(o.sb.sb.network_policy, BM_NET_FULL);
+	assert_false(o.sb.isolate || o.sb.set_user || o.sb.clean_env);
+	assert_false(o.sb.sb.read_only_root_fs || o.sb.sb.run_as_non_root ||
+		     o.sb.sb.drop_all_capabilities);
+	assert_int_equal(o.sb.sb.max_ephemeral_storage, 0);
+	assert_string_equal(o.sb.sb.workspace, "");
+	assert_string_equal(o.sb.cwd, "");
+	assert_int_equal(o.sb.n_env, 0);
+	assert_int_equal(o.sb.sb.n_cidrs, 0);
+}
+
+/* Each flag sets its key of the request's sandbox, as an agent's request would have it. */
+static void test_sandbox_flags_set_their_keys(void **state)
+{
+	char ws[] = "/tmp/bm-test-ws-XXXXXX", cwd[PATH_MAX + 8], real[PATH_MAX];
+	struct bm_run_opts o;
+	int rc;
+
+	assert_non_null(mkdtemp(ws));
+	assert_non_null(realpath(ws, real));
+	snprintf(cwd, sizeof(cwd), "%s", real);
+	rc = PARSE(&o, "--network", "restricted", "--allow-egress", "127.0.0.2/32", "--allow-egress",
+		   "2001:db8::/32", "--read-only-root", "--tmp-size", "16M", "--workspace", ws,
+		   "--user", "1000:2000", "--drop-caps", "--clean-env", "--env", "A=1", "--env",
+		   "B=x=y", "--cwd", cwd, "--", "true");
+	rmdir(ws);
+	assert_int_equal(rc, 1);
+	assert_quiet();
+	assert_int_equal(o.sb.sb.network_policy, BM_NET_EGRESS_ALLOW_LIST);
+	assert_int_equal(o.sb.sb.n_cidrs, 2);
+	assert_int_equal(o.sb.sb.cidrs[0].prefix, 32);
+	assert_int_equal(o.sb.sb.cidrs[1].prefix, 32);
+	assert_true(o.sb.sb.read_only_root_fs);
+	assert_int_equal(o.sb.sb.max_ephemeral_storage, 16 * MIB);
+	assert_string_equal(o.sb.sb.workspace, real);
+	assert_true(o.sb.set_user && o.sb.user_flag);
+	assert_int_equal(o.sb.uid, 1000);
+	assert_int_equal(o.sb.gid, 2000);
+	/* a uid that is not 0 is what the request calls run_as_non_root */
+	assert_true(o.sb.sb.run_as_non_root);
+	assert_true(o.sb.sb.drop_all_capabilities);
+	assert_true(o.sb.clean_env);
+	assert_int_equal(o.sb.n_env, 2);
+	assert_string_equal(o.sb.env[1], "B=x=y");
+	assert_string_equal(o.sb.cwd, real);
+	assert_true(o.sb.isolate);
+
+	/* each alone: what it implies, and what it does not */
+	assert_int_equal(PARSE(&o, "--network", "none", "--", "true"), 1);
+	assert_int_equal(o.sb.sb.network_policy, BM_NET_NONE);
+	assert_true(o.sb.isolate);
+	assert_int_equal(PARSE(&o, "--allow-egress", "10.0.0.0/8", "--", "true"), 1);
+	assert_int_equal(o.sb.sb.network_policy, BM_NET_EGRESS_ALLOW_LIST);
+	assert_int_equal(PARSE(&o, "--network", "full", "--", "true"), 1);
+	assert_false(o.sb.isolate);
+	assert_int_equal(PARSE(&o, "--tmp-size", "1M", "--", "true"), 1);
+	assert_false(o.sb.sb.read_only_root_fs);
+	assert_int_equal(o.sb.sb.max_ephemeral_storage, MIB);
+	assert_true(o.sb.isolate);
+	/* the rest read-only: a workspace is for writing there alone */
+	assert_int_equal(PARSE(&o, "--workspace", "/tmp", "--", "true"), 1);
+	assert_true(o.sb.sb.read_only_root_fs);
+	assert_int_equal(PARSE(&o, "--env", "A=1", "--cwd", "/", "--", "true"), 1);
+	assert_false(o.sb.isolate || o.sb.clean_env);
+	assert_int_equal(PARSE(&o, "--drop-caps", "--", "true"), 1);
+	assert_true(o.sb.isolate);
+	assert_false(o.sb.set_user);
+	assert_quiet();
+}
+
+static void test_sandbox_user_names_and_non_root(void **state)
+{
+	struct passwd *pw = getpwnam("nobody");
+	struct bm_run_opts o;
+
+	assert_non_null(pw);
+	assert_int_equal(PARSE(&o, "--user", "nobody", "--", "true"), 1);
+	assert_int_equal(o.sb.uid, pw->pw_uid);
+	assert_int_equal(o.sb.gid, pw->pw_gid);
+	/* a numeric uid with a user takes that user's group */
+	assert_int_equal(PARSE(&o, "--user", "65534", "--", "true"), 1);
+	assert_int_equal(o.sb.gid, getpwuid(65534) ? getpwuid(65534)->pw_gid : 65534);
+	/* one no user has: its own number as its group */
+	assert_int_equal(PARSE(&o, "--user", "4000123", "--", "true"), 1);
+	assert_int_equal(o.sb.uid, 4000123);
+	assert_int_equal(o.sb.gid, 4000123);
+	assert_int_equal(PARSE(&o, "--user", "nobody:0", "--", "true"), 1);
+	assert_int_equal(o.sb.gid, 0);
+	assert_int_equal(PARSE(&o, "--user", "0", "--", "true"), 1);
+	assert_false(o.sb.sb.run_as_non_root);
+	assert_true(o.sb.set_user);
+	/* standalone there is no agent to give a uid: nobody's */
+	assert_int_equal(PARSE(&o, "--non-root", "--", "true"), 1);
+	assert_true(o.sb.sb.run_as_non_root && o.sb.set_user && !o.sb.user_flag);
+	assert_int_equal(o.sb.uid, pw->pw_uid);
+	assert_true(o.sb.isolate);
+	assert_int_equal(PARSE(&o, "--non-root", "--user", "1000", "--", "true"), 1);
+	assert_int_equal(o.sb.uid, 1000);
+	assert_quiet();
+}
+
+static void test_sandbox_rejects_bad_values(void **state)
+{
+	static const char *const bad[][3] = {
+		{ "--network", "nothing", "--network" }, { "--network", "", "--network" },
+		{ "--network", "egress_allow_list", "--network" },
+		{ "--allow-egress", "10.0.0.1/8", "10.0.0.0/8" },
+		{ "--allow-egress", "abc", "--allow-egress" },
+		{ "--allow-egress", "1.2.3.4/33", "--allow-egress" },
+		{ "--tmp-size", "0", "--tmp-size" }, { "--tmp-size", "1K", "--tmp-size" },
+		{ "--tmp-size", "65T", "--tmp-size" }, { "--tmp-size", "big", "--tmp-size" },
+		{ "--workspace", "/nonexistent-bm-ws", "--workspace" },
+		{ "--workspace", "/etc/passwd", "--workspace" }, { "--workspace", "/", "--workspace" },
+		{ "--user", "nosuchuser-bm", "--user" }, { "--user", "", "--user" },
+		{ "--user", ":", "--user" }, { "--user", "1000:", "--user" },
+		{ "--user", "1000:nosuchgroup-bm", "--user" }, { "--user", "-1", "--user" },
+		{ "--user", "4294967295", "--user" },
+		{ "--env", "=x", "--env" }, { "--env", "1A=x", "--env" }, { "--env", "A", "--env" },
+		{ "--env", "A B=x", "--env" }, { "--env", "A-B=x", "--env" },
+		{ "--cwd", "/nonexistent-bm-dir", "--cwd" }, { "--cwd", "/etc/passwd", "--cwd" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		check_rejected((char *[]){ "run", (char *)bad[i][0], (char *)bad[i][1], "--",
+					   "true", NULL }, bad[i][2]);
+	/* flags that contradict each other: one line naming the one that cannot be */
+	REJECT("--allow-egress", "--network", "none", "--allow-egress", "10.0.0.0/8", "--", "true");
+	REJECT("--allow-egress", "--allow-egress", "10.0.0.0/8", "--network", "full", "--", "true");
+	REJECT("--non-root", "--non-root", "--user", "0", "--", "true");
+	REJECT("--cwd", "--read-only-root", "--cwd", "/tmp", "--", "true");
+	REJECT("--cwd", "--tmp-size", "8M", "--cwd", "/tmp", "--", "true");
+	/* switches take no value */
+	REJECT("--read-only-root", "--read-only-root=yes", "--", "true");
+	REJECT("--drop-caps", "--drop-caps=1", "--", "true");
+}
+
+static void test_sandbox_bounds_of_the_lists(void **state)
+{
+	char *argv[2 * 260 + 4], cidrs[65][32], envs[257][16];
+	struct bm_run_opts o;
+	int n = 0, i;
+
+	argv[n++] = "run";
+	for (i = 0; i < 64; i++) {
+		snprintf(cidrs[i], sizeof(cidrs[i]), "10.0.%d.0/24", i);
+		argv[n++] = "--allow-egress";
+		argv[n++] = cidrs[i];
+	}
+	argv[n++] = "--";
+	argv[n++] = "true";
+	argv[n] = NULL;
+	assert_int_equal(parse_v(&o, argv), 1);
+	assert_int_equal(o.sb.sb.n_cidrs, 64);
+	snprintf(cidrs[64], sizeof(cidrs[64]), "10.1.0.0/24");
+	argv[n - 2] = "--allow-egress";
+	argv[n - 1] = cidrs[64];
+	argv[n++] = "--";
+	argv[n++] = "true";
+	argv[n] = NULL;
+	check_rejected(argv, "at most 64");
+	n = 1;
+	for (i = 0; i < 257; i++) {
+		snprintf(envs[i], sizeof(envs[i]), "K%d=v", i);
+		argv[n++] = "--env";
+		argv[n++] = envs[i];
+	}
+	argv[n++] = "--";
+	argv[n++] = "true";
+	argv[n] = NULL;
+	check_rejected(argv, "at most 256");
+}
+
+static void test_sandbox_environment(void **state)
+{
+	struct bm_run_opts o;
+	char **v;
+	int i;
+
+	assert_int_equal(PARSE(&o, "--", "true"), 1);
+	assert_int_equal(bm_run_sandbox_envp(&o.sb, &v), 0);
+	assert_null(v);
+	/* clean: the pairs, and a PATH to find commands by */
+	assert_int_equal(PARSE(&o, "--clean-env", "--env", "FOO=bar", "--env", "FOO=baz", "--", "true"), 1);
+	assert_int_equal(bm_run_sandbox_envp(&o.sb, &v), 0);
+	assert_string_equal(v[0], "FOO=baz");
+	assert_int_equal(strncmp(v[1], "PATH=/", 6), 0);
+	assert_null(v[2]);
+	free(v);
+	assert_int_equal(PARSE(&o, "--clean-env", "--env", "PATH=/x", "--", "true"), 1);
+	assert_int_equal(bm_run_sandbox_envp(&o.sb, &v), 0);
+	assert_string_equal(v[0], "PATH=/x");
+	assert_null(v[1]);
+	free(v);
+	/* not clean: ours, with the pair set over ours */
+	assert_int_equal(setenv("BM_TEST_SBX", "old", 1), 0);
+	assert_int_equal(PARSE(&o, "--env", "BM_TEST_SBX=new", "--env", "BM_TEST_SBX2=2", "--", "true"), 1);
+	assert_int_equal(bm_run_sandbox_envp(&o.sb, &v), 0);
+	for (i = 0; v[i] && strncmp(v[i], "BM_TEST_SBX=", 12); i++)
+		;
+	assert_non_null(v[i]);
+	assert_string_equal(v[i], "BM_TEST_SBX=new");
+	for (i = 0; v[i] && strcmp(v[i], "BM_TEST_SBX2=2"); i++)
+		;
+	assert_non_null(v[i]);
+	for (i = 0; v[i] && strncmp(v[i], "HOME=", 5) && strncmp(v[i], "PATH=", 5); i++)
+		;
+	assert_non_null(v[i]);
+	free(v);
+	unsetenv("BM_TEST_SBX");
+}
+
+/* Through the agent the command is run's own child: what only root can give it, by flag. */
+static void test_sandbox_needs_root_through_the_agent(void **state)
+{
+	static const struct {
+		const char *flag, *arg, *named;
+	} cases[] = {
+		{ "--network", "none", "--network none" }, { "--read-only-root", NULL, "--read-only-root" },
+		{ "--tmp-size", "8M", "--tmp-size" }, { "--workspace", "/tmp", "--workspace" },
+		{ "--user", "0", "--user" }, { "--user", "1001", "--user" },
+		{ "--user", "1000", NULL }, { "--network", "restricted", NULL },
+		{ "--allow-egress", "10.0.0.0/8", NULL }, { "--drop-caps", NULL, NULL },
+		{ "--non-root", NULL, NULL }, { "--clean-env", NULL, NULL },
+	};
+	struct bm_run_opts o;
+	const char *got;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (cases[i].arg)
+			assert_int_equal(PARSE(&o, (char *)cases[i].flag, (char *)cases[i].arg, "--", "true"), 1);
+		else
+			assert_int_equal(PARSE(&o, (char *)cases[i].flag, "--", "true"), 1);
+		got = bm_run_sandbox_needs_root(&o.sb, 1000);
+		if (cases[i].named ? !got || strcmp(got, cases[i].named) : got != NULL)
+			fail_msg("%s %s as uid 1000: %s, want %s", cases[i].flag,
+				 cases[i].arg ? cases[i].arg : "", got ? got : "NULL",
+				 cases[i].named ? cases[i].named : "NULL");
+		assert_null(bm_run_sandbox_needs_root(&o.sb, 0));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -347,6 +599,13 @@ int main(void)
 		cmocka_unit_test(test_parse_args_rejects_missing_or_extra_values),
 		cmocka_unit_test(test_parse_args_rejects_missing_command),
 		cmocka_unit_test(test_parse_args_error_stays_one_line),
+		cmocka_unit_test(test_sandbox_flags_default_to_none),
+		cmocka_unit_test(test_sandbox_flags_set_their_keys),
+		cmocka_unit_test(test_sandbox_user_names_and_non_root),
+		cmocka_unit_test(test_sandbox_rejects_bad_values),
+		cmocka_unit_test(test_sandbox_bounds_of_the_lists),
+		cmocka_unit_test(test_sandbox_environment),
+		cmocka_unit_test(test_sandbox_needs_root_through_the_agent),
 	};
 
 	return cmocka_run_group_tests_name("run_opts", tests, NULL, NULL);

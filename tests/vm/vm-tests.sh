@@ -54,6 +54,13 @@ vm_filter() {
 		echo 'test_faults_kill9_at_each_launch_step test_faults_full_state_dir' \
 			'test_faults_ring_storm test_faults_cgroup_busy'
 		;;
+	test_sandbox)
+		# What depends on the kernel runs here: the mounts (mount_setattr; open_tree and
+		# move_mount for the workspace, run's and the agent's) and the network (a netns of
+		# its own, the egress filter on an attached process). Identities, capabilities, the
+		# environment and the refusals are the same on any kernel: the host runs them.
+		echo 'test_sbx_user test_sbx_drop_caps test_sbx_env_cwd test_sbx_refused_before_anything'
+		;;
 	test_place)
 		# (deploy's) leaf placement needs the pure-v2 root this VM has: it runs here
 		;;

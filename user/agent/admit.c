@@ -26,6 +26,7 @@
 #include "agent/watch.h"
 #include "base/common.h"
 #include "effect/egress.h"
+#include "effect/sandbox_exec.h"
 #include "effect/policy_yaml.h"
 #include "effect/trace.h"
 
@@ -60,43 +61,31 @@ static const char *const default_env[] = {
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/", "LANG=C.UTF-8", NULL,
 };
 
-/* A private /tmp and /dev/shm where the request sizes neither: docker's /dev/shm, a small /tmp. */
-#define TMP_DEFAULT_BYTES (64ULL << 20)
-#define SHM_DEFAULT_BYTES (64ULL << 20)
-
 /*
  * Execution options from the request: who it runs as (decided at submit,
- * ag_run_as()), and its sandbox. Every launched effect gets PID, mount and
+ * ag_run_as()), and its sandbox, as `burstmeter run` turns its flags into
+ * them (bm_sandbox_exec()). Every launched effect gets PID, mount and
  * cgroup namespaces of its own: it sees no other effect's processes, cannot
  * reach the agent's socket, and writes no cgroup (they are read-only in it).
  */
-static void exec_opts(const struct bm_agent *a, const struct ag_effect *e, struct bm_exec *x,
+static void exec_opts(const struct bm_agent *a, struct ag_effect *e, struct bm_exec *x,
 		      int log_fd, int null_fd)
 {
-	const struct bm_sandbox *sb = &e->req.sandbox;
+	const struct bm_sandbox_ctx c = {
+		/* an effect inherits nothing of the agent's environment */
+		.envp = e->req.env ? e->req.env : (char **)default_env,
+		.clean_env = true,
+		.cwd = e->req.cwd[0] ? e->req.cwd : "/",
+		.stdio = { null_fd, log_fd, log_fd },
+		.set_ids = e->uid != 0,
+		.uid = e->uid,
+		.gid = e->gid,
+		.isolate = true,
+		.hide = a->cfg.socket,
+		.log_max = a->cfg.max_log_bytes,
+	};
 
-	memset(x, 0, sizeof(*x));
-	/* an effect inherits nothing of the agent's environment */
-	x->envp = e->req.env ? e->req.env : (char **)default_env;
-	x->cwd = e->req.cwd[0] ? e->req.cwd : "/";
-	x->stdio[0] = null_fd;
-	x->stdio[1] = x->stdio[2] = log_fd;
-	x->set_ids = e->uid != 0;
-	x->uid = e->uid;
-	x->gid = e->gid;
-	x->drop_caps = sb->drop_all_capabilities;
-	x->no_new_privs = sb->drop_all_capabilities || x->set_ids;
-	x->new_netns = sb->network_policy == BM_NET_NONE;
-	x->pid_ns = x->cgroup_ns = true;
-	x->mnt.proc = x->mnt.ro_cgroup = true;
-	x->mnt.ro_root = sb->read_only_root_fs;
-	if (sb->read_only_root_fs || sb->max_ephemeral_storage)
-		x->mnt.tmp_bytes = sb->max_ephemeral_storage ? sb->max_ephemeral_storage : TMP_DEFAULT_BYTES;
-	/* its pages are charged to its memory cgroup: no bigger than its ceiling */
-	x->mnt.shm_bytes = sb->memory_limit ? sb->memory_limit : SHM_DEFAULT_BYTES;
-	/* a socket path fits sun_path (108 bytes) */
-	snprintf(x->mnt.hide, sizeof(x->mnt.hide), "%.200s", a->cfg.socket);
-	x->log_max = a->cfg.max_log_bytes;
+	bm_sandbox_exec(&e->req.sandbox, &c, x, &e->sup.out.sbx);
 }
 
 /* The command could not even start: it still gets an outcome and a final state, now. */
@@ -214,6 +203,7 @@ void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_op
 	so->limits.memory_bytes = e->req.sandbox.memory_limit;
 	so->limits.pids = e->req.sandbox.pids_limit;
 	so->limits.timeout_ns = e->req.sandbox.timeout_ns;
+	so->sandbox = &e->req.sandbox;
 	so->shared_timers = true;
 	so->timers_moved = ag_timers_moved;
 	so->timers_ctx = (void *)e;
@@ -225,18 +215,15 @@ void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_op
 	}
 }
 
-/* Its network policy, where it restricts egress: before anything runs in the cgroup. */
+/* Its network policy, where it restricts egress: before anything runs in the cgroup (attached too). */
 static int egress(struct bm_agent *a, struct ag_effect *e)
 {
-	const struct bm_sandbox *sb = &e->req.sandbox;
-	int ret;
+	int ret = bm_sandbox_egress(a->egress, &e->req.sandbox, e->sup.cg->dirfd, e->sup.cg->id,
+				    &e->sup.out.sbx);
 
-	if (sb->network_policy != BM_NET_EGRESS_RESTRICTED && sb->network_policy != BM_NET_EGRESS_ALLOW_LIST)
-		return 0;
-	ret = bm_egress__apply(a->egress, e->sup.cg->dirfd, e->sup.cg->id, sb->cidrs, sb->n_cidrs);
-	if (!ret)
+	if (ret > 0)
 		e->egress_cgid = e->sup.cg->id;
-	return ret;
+	return ret < 0 ? ret : 0;
 }
 
 /* Its command runs: say so in the store (the shim, or an attached process, by pid and start), watch it. */
@@ -450,8 +437,13 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 	/* a pod's tool calls run in the pod, attached; the node launches none for it */
 	if (pod && req->mode == BM_REQ_LAUNCH)
 		return -EOPNOTSUPP;
-	/* an attached process runs as whoever it is: the caller's own, checked above */
-	if (req->mode == BM_REQ_LAUNCH) {
+	/*
+	 * An attached process runs as whoever it is: the caller's own, checked
+	 * above, and so it is stored (adoption checks it). Asked to run as
+	 * non-root, it is told the uid the agent gives (ag_effect's, "run_as"),
+	 * which `burstmeter run` takes at its gate.
+	 */
+	if (req->mode == BM_REQ_LAUNCH || req->sandbox.run_as_non_root) {
 		err = ag_run_as(a, tenant, uid, gid, req->sandbox.run_as_non_root, &run_uid, &run_gid);
 		if (err)
 			return err == -ENOSPC ? -ENOSPC : -EIO;
@@ -483,8 +475,8 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 	snprintf(row.tool, sizeof(row.tool), "%s", tool);
 	row.state = BM_ST_QUEUED;
 	row.priority = req->priority;
-	row.uid = run_uid;
-	row.gid = run_gid;
+	row.uid = req->mode == BM_REQ_LAUNCH ? run_uid : uid;
+	row.gid = req->mode == BM_REQ_LAUNCH ? run_gid : gid;
 	snprintf(row.parent, sizeof(row.parent), "%s", parent ? parent : "");
 	row.created_ms = row.updated_ms = (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC);
 	err = bm_store__insert(a->store, &row);

@@ -17,8 +17,8 @@
 #include "agent/sample.h"
 #include "agent/watch.h"
 #include "base/common.h"
-#include "effect/egress.h"
 #include "effect/exec.h"
+#include "effect/sandbox_exec.h"
 
 /* Failures of one tool on one wall within this long back off its next submissions. */
 #define BACKOFF_WINDOW_MS (10 * 60 * 1000LL)
@@ -197,7 +197,7 @@ static void egress_forget(struct bm_agent *a, struct ag_effect *e)
 {
 	if (!e->egress_cgid)
 		return;
-	bm_egress__forget(a->egress, e->egress_cgid, e->req.sandbox.cidrs, e->req.sandbox.n_cidrs);
+	bm_sandbox_egress_forget(a->egress, &e->req.sandbox, e->egress_cgid);
 	e->egress_cgid = 0;
 }
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "agent/request_sandbox.h"
 #include "base/common.h"
@@ -25,7 +26,7 @@
 static const char *const sandbox_keys[] = {
 	"cpu_request", "cpu_limit", "memory_request", "memory_limit", "pids_limit", "timeout_seconds",
 	"timeout_ns", "max_ephemeral_storage", "network_policy", "allowed_egress_cidrs",
-	"read_only_root_fs", "run_as_non_root", "drop_all_capabilities", NULL,
+	"read_only_root_fs", "run_as_non_root", "drop_all_capabilities", "workspace", NULL,
 };
 
 struct quantity {
@@ -247,6 +248,32 @@ static void parse_flags(struct bm_req_errs *e, json_t *sb, struct bm_sandbox *ou
 	}
 }
 
+/*
+ * An absolute path without "..", bound read-write in the effect. That it
+ * exists is checked at submission (bm_sandbox_check_host()), not here: a
+ * stored request read back after a restart must parse whatever became of it.
+ */
+static void parse_workspace(struct bm_req_errs *e, json_t *v, struct bm_sandbox *out)
+{
+	const char *s;
+
+	if (!v)
+		return;
+	s = bm_req_string(e, "sandbox.workspace", v, PATH_MAX - 1);
+	if (!s)
+		return;
+	if (s[0] != '/')
+		bm_req_error(e, "sandbox.workspace", "\"%.*s\" is not an absolute path",
+			     bm_req_quote_len(s, BM_REQ_QUOTE_MAX), s);
+	else if (!strcmp(s, "/"))
+		bm_req_error(e, "sandbox.workspace",
+			     "\"/\" is the whole filesystem: name a directory in it");
+	else if (strstr(s, "/../") || (strlen(s) >= 3 && !strcmp(s + strlen(s) - 3, "/..")))
+		bm_req_error(e, "sandbox.workspace", "must not contain a \"..\" component");
+	else
+		strcpy(out->workspace, s);	/* at most PATH_MAX - 1 bytes */
+}
+
 void bm_sandbox_parse(struct bm_req_errs *e, json_t *v, struct bm_sandbox *sb)
 {
 	bool policy_known;
@@ -268,64 +295,23 @@ void bm_sandbox_parse(struct bm_req_errs *e, json_t *v, struct bm_sandbox *sb)
 	policy_known = parse_netpol(e, json_object_get(v, "network_policy"), sb);
 	parse_cidrs(e, json_object_get(v, "allowed_egress_cidrs"), policy_known, sb);
 	parse_flags(e, v, sb);
+	parse_workspace(e, json_object_get(v, "workspace"), sb);
 }
 
-static json_t *cidrs_json(const struct bm_sandbox *sb)
+int bm_sandbox_check_host(const struct bm_sandbox *sb, const char **field, char *msg, size_t len)
 {
-	char buf[BM_CIDR_STRLEN];
-	json_t *a = json_array();
-	unsigned int i;
+	struct stat st;
 
-	for (i = 0; a && i < sb->n_cidrs && i < BM_REQ_MAX_CIDRS; i++)
-		if (bm_cidr_format(&sb->cidrs[i], buf, sizeof(buf)) ||
-		    json_array_append_new(a, json_string(buf))) {
-			json_decref(a);
-			return NULL;
-		}
-	return a;
-}
-
-static json_t *milli_json(uint64_t milli)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%llum", (unsigned long long)milli);
-	return json_string(buf);
-}
-
-json_t *bm_sandbox_json(const struct bm_sandbox *sb)
-{
-	json_t *o = json_object();
-	int bad = !o;
-
-	/* unset quantities are left out: 0 is not a valid value for any of them */
-	if (sb->cpu_request_milli)
-		bad |= json_object_set_new(o, "cpu_request", milli_json(sb->cpu_request_milli));
-	if (sb->cpu_limit_milli)
-		bad |= json_object_set_new(o, "cpu_limit", milli_json(sb->cpu_limit_milli));
-	if (sb->memory_request)
-		bad |= json_object_set_new(o, "memory_request", json_integer(sb->memory_request));
-	if (sb->memory_limit)
-		bad |= json_object_set_new(o, "memory_limit", json_integer(sb->memory_limit));
-	if (sb->timeout_ns)
-		bad |= json_object_set_new(o, "timeout_ns", json_integer(sb->timeout_ns));
-	if (sb->pids_limit)
-		bad |= json_object_set_new(o, "pids_limit", json_integer((json_int_t)sb->pids_limit));
-	if (sb->max_ephemeral_storage)
-		bad |= json_object_set_new(o, "max_ephemeral_storage",
-					   json_integer(sb->max_ephemeral_storage));
-	bad |= json_object_set_new(o, "network_policy",
-				   json_string(bm_netpol_name(sb->network_policy)));
-	if (sb->n_cidrs)
-		bad |= json_object_set_new(o, "allowed_egress_cidrs", cidrs_json(sb));
-	bad |= json_object_set_new(o, "read_only_root_fs", json_boolean(sb->read_only_root_fs));
-	bad |= json_object_set_new(o, "run_as_non_root", json_boolean(sb->run_as_non_root));
-	bad |= json_object_set_new(o, "drop_all_capabilities",
-				   json_boolean(sb->drop_all_capabilities));
-	if (bad) {
-		json_decref(o);
-		errno = ENOMEM;
-		return NULL;
+	if (!sb->workspace[0])
+		return 0;
+	*field = "sandbox.workspace";
+	if (stat(sb->workspace, &st) < 0) {
+		snprintf(msg, len, "%.200s: %s", sb->workspace, strerror(errno));
+		return -ENOENT;
 	}
-	return o;
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(msg, len, "%.200s is not a directory", sb->workspace);
+		return -ENOTDIR;
+	}
+	return 0;
 }

@@ -4,6 +4,7 @@
 #define BM_REQUEST_SANDBOX_H
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "agent/request_field.h"
@@ -11,7 +12,12 @@
 
 /* v: the "sandbox" member, or NULL (then all defaults). */
 void bm_sandbox_parse(struct bm_req_errs *e, json_t *v, struct bm_sandbox *sb);
-json_t *bm_sandbox_json(const struct bm_sandbox *sb);
+/* (bm_sandbox_json(), its canonical form, is effect/sandbox.h's: outcomes carry it too.) */
+/*
+ * What only the host can tell, at submission of a launch: the workspace
+ * exists and is a directory. 0, or -errno with *field and msg set.
+ */
+int bm_sandbox_check_host(const struct bm_sandbox *sb, const char **field, char *msg, size_t len);
 
 /* A parse.h reader: bm_parse_size, bm_parse_cores, bm_parse_duration_ns, bm_parse_u64. */
 typedef int (*bm_req_parse_fn)(const char *s, uint64_t min, uint64_t max, uint64_t *out);

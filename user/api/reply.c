@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/finish.h"
+#include "agent/index.h"
 #include "api/api.h"
 #include "base/common.h"
 
@@ -71,7 +72,7 @@ json_t *ag_row_json(struct bm_agent *a, const struct bm_effect_row *row, bool fu
 json_t *ag_effect_json(struct bm_agent *a, const char *tenant, const char *id)
 {
 	struct bm_effect_row row = { 0 };
-	const struct ag_effect *left;
+	const struct ag_effect *left, *live;
 	bool final;
 	json_t *j;
 
@@ -86,5 +87,10 @@ json_t *ag_effect_json(struct bm_agent *a, const char *tenant, const char *id)
 		json_object_set_new(j, "state", json_string(bm_state_name(left->unstored_state)));
 		json_object_set_new(j, "outcome", json_loads(left->unstored, 0, NULL));
 	}
+	/* who it runs as, while it is the agent's: what an attached process takes (`run --non-root`) */
+	live = j && !final ? ag_find(a, tenant, id) : NULL;
+	if (live)
+		json_object_set_new(j, "run_as", json_pack("{s:I, s:I}", "uid", (json_int_t)live->uid,
+							   "gid", (json_int_t)live->gid));
 	return j;
 }

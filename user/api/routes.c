@@ -21,6 +21,7 @@
 #include "agent/identity.h"
 #include "agent/index.h"
 #include "agent/intent.h"
+#include "agent/request_sandbox.h"
 #include "api/api.h"
 #include "base/common.h"
 
@@ -106,9 +107,9 @@ static enum MHD_Result create(const struct call *k)
 	struct bm_agent *a = k->api->a;
 	struct ag_conn *cc = k->cc;
 	struct bm_request req = { 0 };
-	char tenant[BM_NAME_MAX + 1], id[BM_NAME_MAX + 1];
+	char tenant[BM_NAME_MAX + 1], id[BM_NAME_MAX + 1], msg[256];
 	unsigned int retry = 0, st;
-	const char *looser;
+	const char *looser, *field;
 	struct ag_effect *e;
 	json_t *errs = NULL, *j;
 	int err;
@@ -123,6 +124,14 @@ static enum MHD_Result create(const struct call *k)
 			return ag_api_error(k->c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 		return ag_api_reply(k->c, MHD_HTTP_BAD_REQUEST,
 				    json_pack("{s:s, s:o}", "error", "invalid request", "fields", errs), 0);
+	}
+	/* what only the host can tell (a launch's workspace is there); an attached one's is its caller's */
+	if (req.mode == BM_REQ_LAUNCH &&
+	    bm_sandbox_check_host(&req.sandbox, &field, msg, sizeof(msg))) {
+		bm_request_free(&req);
+		return ag_api_reply(k->c, MHD_HTTP_BAD_REQUEST,
+				    json_pack("{s:s, s:[{s:s, s:s}]}", "error", "invalid request",
+					      "fields", "field", field, "error", msg), 0);
 	}
 	/* the tenant is the caller's; only root may act for another, and never from inside an effect */
 	snprintf(tenant, sizeof(tenant), "%s", k->who->tenant);

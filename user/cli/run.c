@@ -21,6 +21,7 @@
 #include "cli/run.h"
 #include "cli/run_client.h"
 #include "effect/policy_yaml.h"
+#include "effect/sandbox_exec.h"
 #include "effect/sup.h"
 #include "meter/preflight.h"
 #include "views/report.h"
@@ -29,6 +30,11 @@ struct run_state {
 	struct bm_run_opts *o;
 	struct bm_loader *loader;
 	struct bm_sup sup;
+	struct bm_sandbox sb;		/* the flags in the request's form, ceilings included */
+	struct bm_exec x;		/* what holds it (bm_sandbox_exec(), as the agent's launches) */
+	char **envp;			/* --clean-env, --env: ours to free */
+	struct bm_egress *egress;	/* --network restricted, --allow-egress: loaded here */
+	uint64_t egress_cgid;		/* the cgroup its allow-list holds (0: none) */
 	int sigfd;
 	bool exited;
 };
@@ -57,7 +63,21 @@ static int setup_signals(struct run_state *s, sigset_t *old)
 	return s->sigfd < 0 ? -errno : 0;
 }
 
-/* Reap whatever exited: the command, or orphans handed to us as subreaper. */
+/*
+ * In a PID namespace of its own the command is its init's child, not ours:
+ * the init tells its wait status (status_fd readable).
+ */
+static void on_status(struct run_state *s)
+{
+	int status;
+
+	if (s->exited || bm_child_wait(&s->sup.child, &status))
+		return;
+	s->exited = true;
+	bm_sup__exited(&s->sup, status);
+}
+
+/* Reap whatever exited: the command, its init, or orphans handed to us as subreaper. */
 static void reap(struct run_state *s)
 {
 	siginfo_t si;
@@ -66,7 +86,7 @@ static void reap(struct run_state *s)
 		memset(&si, 0, sizeof(si));
 		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG) < 0 || !si.si_pid)
 			return;
-		if (si.si_pid != s->sup.child.pid || s->exited)
+		if (si.si_pid != s->sup.child.pid || s->exited || s->sup.child.status_fd >= 0)
 			continue;
 		s->exited = true;
 		bm_sup__exited(&s->sup, si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0)
@@ -93,8 +113,9 @@ static void on_signal(struct run_state *s)
 
 static int wait_loop(struct run_state *s)
 {
+	bool pidns = s->sup.child.status_fd >= 0;
 	struct pollfd pfd[5] = {
-		{ .fd = s->sup.child.pidfd, .events = POLLIN },
+		{ .fd = pidns ? s->sup.child.status_fd : s->sup.child.pidfd, .events = POLLIN },
 		{ .fd = s->sigfd, .events = POLLIN },
 		{ .fd = s->sup.deadline_fd, .events = POLLIN },
 		{ .fd = bm_loader__event_fd(s->loader), .events = POLLIN },
@@ -110,7 +131,10 @@ static int wait_loop(struct run_state *s)
 		if (pfd[3].revents)
 			(void)bm_loader__poll(s->loader, 0);
 		if (pfd[0].revents) {
-			reap(s);
+			if (pidns)
+				on_status(s);
+			else
+				reap(s);
 			pfd[0].fd = -1;
 		}
 		if (pfd[1].revents)
@@ -174,6 +198,21 @@ static void report(struct run_state *s)
 	bm_report(&ro, &s->sup.out);
 }
 
+/*
+ * Find the command as its exec will: a relative path with a slash from
+ * --cwd, where it is run (as execvp() does once there); else as ever.
+ */
+static int resolve(const struct bm_run_opts *o, char *path, size_t len)
+{
+	const char *cmd = o->argv[0];
+	char rel[PATH_MAX * 2];
+
+	if (!o->sb.cwd[0] || cmd[0] == '/' || !strchr(cmd, '/'))
+		return bm_effect_resolve(cmd, path, len);
+	snprintf(rel, sizeof(rel), "%s/%s", o->sb.cwd, cmd);
+	return bm_effect_resolve(rel, path, len);
+}
+
 /* The command could not be found or run: report it (nothing of it ran). */
 static int not_runnable(struct run_state *s, int err)
 {
@@ -182,6 +221,52 @@ static int not_runnable(struct run_state *s, int err)
 	s->sup.out.sum = NULL;
 	report(s);
 	return s->sup.out.exit_code;
+}
+
+/*
+ * The flags as the agent would hold them: the request's sandbox (with the
+ * ceilings), and the exec options bm_sandbox_exec() makes of it, with the
+ * enforcement in the outcome. Nothing is made here.
+ */
+static int sandbox(struct run_state *s, struct bm_sup_opts *so)
+{
+	const struct bm_run_opts *o = s->o;
+	struct bm_sandbox_ctx c;
+	int err;
+
+	s->sb = o->sb.sb;
+	s->sb.cpu_limit_milli = o->limits.cpu_milli;
+	s->sb.memory_limit = o->limits.memory_bytes;
+	s->sb.pids_limit = o->limits.pids;
+	s->sb.timeout_ns = o->limits.timeout_ns;
+	so->sandbox = &s->sb;
+	err = bm_run_sandbox_envp(&o->sb, &s->envp);
+	if (err)
+		return bm_err_errno(err, "failed to set up the environment");
+	bm_run_sandbox_ctx(&o->sb, s->envp, o->sb.isolate, &c);
+	bm_sandbox_exec(&s->sb, &c, &s->x, &s->sup.out.sbx);
+	/* no flag of the sandbox: the command starts as we are, as before */
+	if (o->sb.isolate || s->envp || c.cwd)
+		so->exec = &s->x;
+	return 0;
+}
+
+/* Its network policy, where it restricts egress: our own filter, before anything runs in the cgroup. */
+static int egress(struct run_state *s)
+{
+	int err;
+
+	if (!bm_sandbox_filters_egress(&s->sb))
+		return 0;
+	s->egress = bm_egress__open();
+	if (!s->egress)
+		return bm_err_errno(-errno, "failed to load the egress filter for --network %s",
+				    s->sb.n_cidrs ? "restricted --allow-egress" : "restricted");
+	err = bm_sandbox_egress(s->egress, &s->sb, s->sup.cg->dirfd, s->sup.cg->id, &s->sup.out.sbx);
+	if (err < 0)
+		return bm_err_errno(err, "failed to filter the egress of %s", s->sup.cg->path);
+	s->egress_cgid = s->sup.cg->id;
+	return 0;
 }
 
 static int run(struct run_state *s, struct bm_sup_opts *so)
@@ -196,10 +281,11 @@ static int run(struct run_state *s, struct bm_sup_opts *so)
 	s->sup.out.argv = so->argv;
 	s->sup.out.limits = so->limits;
 	s->sup.out.started_wall_ns = bm_wall_ns();
-	err = bm_effect_resolve(so->argv[0], path, sizeof(path));
+	s->sup.out.sandbox = so->sandbox;
+	err = resolve(s->o, path, sizeof(path));
 	if (err)
 		return not_runnable(s, -err);
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0 || start(s, so))
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0 || start(s, so) || egress(s))
 		return BM_EXIT_INTERNAL;
 	err = bm_sup__spawn(&s->sup);
 	if (err < 0) {
@@ -234,7 +320,7 @@ int bm_run(struct bm_run_opts *o)
 	sigemptyset(&old);
 	bm_log_set_level(o->verbose ? BM_LOG_DEBUG : BM_LOG_INFO);
 	bm_log_libbpf();
-	if (bm_effect_resolve(o->argv[0], path, sizeof(path)) == 0 && (sock = bm_run_agent_socket(o)))
+	if (resolve(o, path, sizeof(path)) == 0 && (sock = bm_run_agent_socket(o)))
 		return bm_run_client(o, sock);
 	s = calloc(1, sizeof(*s));
 	if (!s) {
@@ -244,7 +330,7 @@ int bm_run(struct bm_run_opts *o)
 	s->o = o;
 	s->sigfd = -1;
 	bm_sup__init(&s->sup);
-	if (!load_policy(s, &so.policy)) {
+	if (!load_policy(s, &so.policy) && !sandbox(s, &so)) {
 		err = setup_signals(s, &old);
 		if (err)
 			(void)bm_err_errno(err, "failed to set up signal handling");
@@ -254,6 +340,10 @@ int bm_run(struct bm_run_opts *o)
 	err = bm_sup__release(&s->sup);
 	if (err)
 		bm_err("failed to remove the cgroup of %s: %s", o->id, strerror(-err));
+	if (s->egress_cgid)
+		bm_sandbox_egress_forget(s->egress, &s->sb, s->egress_cgid);
+	bm_egress__free(s->egress);
+	free(s->envp);
 	if (s->sigfd >= 0) {
 		close(s->sigfd);
 		sigprocmask(SIG_SETMASK, &old, NULL);

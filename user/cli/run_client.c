@@ -1,68 +1,42 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * `burstmeter run` through the agent: the command stays our child (stdio,
- * signals and its exit status are ours), paused until the agent has
- * attached it to a fresh effect cgroup; the agent meters it, runs the
- * ladder and stores the outcome, which we then print as the standalone
- * path would. Same flags, same outcome, same exit statuses.
+ * signals and its exit status are ours), held at a gate until the agent
+ * has attached it to a fresh effect cgroup; the agent meters it, runs the
+ * ladder, filters its egress and stores the outcome, which we then print
+ * as the standalone path would. Its sandbox (namespaces, mounts, identity,
+ * capabilities) is made here, before the attach, with the functions the
+ * agent's launches use (bm_sandbox_exec(), bm_effect_spawn_held()). Same
+ * flags, same outcome, same exit statuses.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agent/config.h"
-#include "base/cgroup.h"
 #include "base/common.h"
 #include "cli/client.h"
 #include "cli/run_client.h"
+#include "effect/exec.h"
 #include "effect/outcome.h"
 #include "effect/policy_yaml.h"
+#include "effect/sandbox_exec.h"
 #include "effect/trace.h"
 #include "views/report.h"
 
 #define CALL_MS 10000
 #define OUTCOME_WAIT_MS 30000
-
-/*
- * A child that waits for one byte on fd before it execs argv (EOF means
- * never), born in the cgroup of cgroup_fd when it is not -1 (it is -1 and
- * errno when the kernel refuses that: the caller may fork it instead).
- */
-static pid_t fork_paused(char *const argv[], int *go_fd, int cgroup_fd)
-{
-	int p[2], pidfd = -1;
-	char c;
-	pid_t pid;
-
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -1;
-	pid = cgroup_fd >= 0 ? (pid_t)bm_clone_into(cgroup_fd, 0, &pidfd) : fork();
-	if (pid > 0 && pidfd >= 0)
-		close(pidfd);
-	if (pid < 0) {
-		close(p[0]);
-		close(p[1]);
-		return -1;
-	}
-	if (!pid) {
-		close(p[1]);
-		if (read(p[0], &c, 1) != 1)
-			_exit(BM_EXIT_INTERNAL);
-		execvp(argv[0], argv);
-		_exit(errno == ENOENT ? BM_EXIT_NOTFOUND : BM_EXIT_NOEXEC);
-	}
-	close(p[0]);
-	*go_fd = p[1];
-	return pid;
-}
 
 /* As the agent takes a tool kind (agent/request_intent.h). */
 static bool tool_ok(const char *t)
@@ -104,39 +78,28 @@ static void describe(json_t *r, char *const argv[])
 		bm_warn("ignoring $%s '%.64s': %s", BM_TRACE_ENV, tp, why);
 }
 
-/* The attach request; pid 0: none yet (named by POST .../attach once the cgroup is made). */
-static json_t *request_json(const struct bm_run_opts *o, pid_t pid)
+/*
+ * The request: attach mode, what it runs, the limits and the sandbox in the
+ * request's form (what the agent's outcome says was asked); pid 0: none yet
+ * (named by POST .../attach once the cgroup is made). The agent filters its
+ * egress; the namespaces and the identity are ours to make (the command is
+ * our child), with the same functions (bm_sandbox_exec()).
+ */
+static json_t *request_json(const struct bm_run_opts *o, pid_t pid, const struct bm_sandbox *sb)
 {
 	json_t *r = json_pack("{s:s, s:s, s:s, s:I}", "id", o->id, "mode", "attach", "intent",
 			      o->intent ? o->intent : "", "window_ms",
 			      (json_int_t)(o->window_ns / BM_NSEC_PER_MSEC));
-	json_t *sb = json_object();
 
+	if (!r)
+		return NULL;
 	if (pid)
 		json_object_set_new(r, "pid", json_integer(pid));
 	describe(r, o->argv);
 	if (strcmp(o->tenant, "default"))
 		json_object_set_new(r, "tenant", json_string(o->tenant));
-	if (o->limits.cpu_milli)
-		json_object_set_new(sb, "cpu_limit", json_real(o->limits.cpu_milli / 1000.0));
-	if (o->limits.memory_bytes)
-		json_object_set_new(sb, "memory_limit", json_integer((json_int_t)o->limits.memory_bytes));
-	if (o->limits.pids)
-		json_object_set_new(sb, "pids_limit", json_integer((json_int_t)o->limits.pids));
-	if (o->limits.timeout_ns)
-		json_object_set_new(sb, "timeout_seconds", json_real(o->limits.timeout_ns / 1e9));
-	json_object_set_new(r, "sandbox", sb);
+	json_object_set_new(r, "sandbox", bm_sandbox_json(sb));
 	return r;
-}
-
-/* "/v1/effects/ID/SUB?tenant=" (SUB "": the effect), for root's named tenant. */
-static const char *effect_path(const struct bm_run_opts *o, const char *sub, char *buf, size_t len)
-{
-	bool named = strcmp(o->tenant, "default");
-
-	snprintf(buf, len, "/v1/effects/%s%s%s%s%s", o->id, *sub ? "/" : "", sub, named ? "?tenant=" : "",
-		 named ? o->tenant : "");
-	return buf;
 }
 
 static const char *state_of(const json_t *eff)
@@ -163,6 +126,67 @@ static json_t *wait_state(const char *sock, const char *path, bool (*pred)(const
 	return NULL;
 }
 
+static bool started(const char *s)
+{
+	return strcmp(s, "queued");
+}
+
+/*
+ * Our command runs under the agent: pass signals on while we wait for it
+ * (mask already blocked): its end is its pidfd, or (in a PID namespace of
+ * its own) its init's word. Returns its wait status.
+ */
+static int wait_child(struct bm_child *c, const sigset_t *mask)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = c->status_fd >= 0 ? c->status_fd : c->pidfd, .events = POLLIN },
+		{ .fd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK), .events = POLLIN },
+	};
+	struct signalfd_siginfo si;
+	int status = -1;
+
+	while (!(pfd[0].revents & (POLLIN | POLLHUP))) {
+		if (poll(pfd, 2, pfd[1].fd < 0 ? 50 : -1) < 0 && errno != EINTR)
+			break;
+		while (pfd[1].fd >= 0 && read(pfd[1].fd, &si, sizeof(si)) == sizeof(si))
+			/* a terminal's Ctrl-C reached the command already */
+			if (si.ssi_signo != SIGCHLD && si.ssi_code != SI_KERNEL)
+				syscall(SYS_pidfd_send_signal, c->pidfd, si.ssi_signo, NULL, 0);
+	}
+	if (pfd[1].fd >= 0)
+		close(pfd[1].fd);
+	if (bm_child_wait(c, &status))
+		status = -1;
+	return status;
+}
+
+/* The init of its PID namespace ends once the agent has killed what the command left: reap it. */
+static void reap_init(pid_t init)
+{
+	struct timespec ms10 = { 0, 10 * 1000 * 1000 };
+	int i;
+
+	for (i = 0; init > 0 && i < 300; i++) {
+		if (waitpid(init, NULL, WNOHANG) == init)
+			return;
+		nanosleep(&ms10, NULL);
+	}
+	if (init > 0) {
+		/* ours, and past its time: whatever it still waits for is in the killed cgroup */
+		kill(init, SIGKILL);
+		waitpid(init, NULL, 0);
+	}
+}
+
+/* The effect's path with ?tenant= when root names one. */
+static void effect_path(const struct bm_run_opts *o, const char *suffix, char *buf, size_t len)
+{
+	bool named = strcmp(o->tenant, "default");
+
+	snprintf(buf, len, "/v1/effects/%s%s%s%s", o->id, suffix, named ? "?tenant=" : "",
+		 named ? o->tenant : "");
+}
+
 static int outcome_line(json_t *line, void *ctx)
 {
 	json_t **out = ctx;
@@ -186,7 +210,7 @@ static json_t *outcome_of(const char *sock, const struct bm_run_opts *o, int tim
 	char path[256];
 	json_t *out = NULL;
 
-	effect_path(o, "events", path, sizeof(path));
+	effect_path(o, "/events", path, sizeof(path));
 	if (tfd >= 0 && !timerfd_settime(tfd, 0, &its, NULL))
 		(void)bm_client_follow(sock, path, tfd, outcome_line, &out);
 	if (tfd >= 0)
@@ -194,25 +218,39 @@ static json_t *outcome_of(const char *sock, const struct bm_run_opts *o, int tim
 	return out;
 }
 
-static bool started(const char *s)
+/*
+ * The uid it takes at its gate: --user as asked; --non-root the one the
+ * agent gives the tenant ("run_as"); nothing for a caller that is not root
+ * (the agent gives it its own uid, which it is).
+ */
+static int gate_ids(const struct bm_run_opts *o, const json_t *eff, struct bm_ids *ids)
 {
-	return strcmp(s, "queued");
-}
+	json_t *ra = json_object_get(eff, "run_as");
+	json_int_t uid = json_integer_value(json_object_get(ra, "uid"));
+	json_int_t gid = json_integer_value(json_object_get(ra, "gid"));
 
-/* Our command runs under the agent: pass signals on while we wait for it (mask already blocked). */
-static int wait_child(pid_t pid, const sigset_t *mask)
-{
-	siginfo_t si;
-	int status = 0;
-
-	while (waitpid(pid, &status, WNOHANG) != pid) {
-		if (sigwaitinfo(mask, &si) < 0 || si.si_signo == SIGCHLD)
-			continue;
-		/* a terminal's Ctrl-C reached the command already */
-		if (si.si_code != SI_KERNEL)
-			kill(pid, si.si_signo);
+	memset(ids, 0, sizeof(*ids));
+	if (geteuid() || !o->sb.sb.run_as_non_root)
+		return 0;
+	if (o->sb.user_flag) {
+		ids->set = 1;
+		ids->uid = o->sb.uid;
+		ids->gid = o->sb.gid;
+		/* root's own command: the uid asked for stands; the agent's is said beside it */
+		if (ra && (uid != (json_int_t)o->sb.uid) && !o->quiet)
+			bm_info("--user %u: as asked, not the agent's uid %lld for tenant %s "
+				"(--non-root takes the agent's)", (unsigned int)o->sb.uid,
+				(long long)uid, o->tenant);
+		return 0;
 	}
-	return status;
+	if (!json_is_integer(json_object_get(ra, "uid")) || uid <= 0) {
+		bm_err("the agent gave %s no non-root uid for --non-root", o->id);
+		return -EPROTO;
+	}
+	ids->set = 1;
+	ids->uid = (uint32_t)uid;
+	ids->gid = (uint32_t)gid;
+	return 0;
 }
 
 /* What the agent said when it refused: its error, then each field's ("tenant: not the caller's"). */
@@ -235,87 +273,165 @@ static const char *refusal(json_t *answer, int st, char *buf, size_t len)
 	return buf;
 }
 
+/* Refused, queued for ever, or failed at once: say why. */
+static void say_refused(const struct bm_run_opts *o, const char *sock, int st, json_t *eff)
+{
+	char why[512];
+
+	if (st == 200)
+		bm_err("--id %s: this tenant has an effect of that id already (%s): ids are not reused",
+		       o->id, state_of(eff));
+	else
+		bm_err("the agent at %s refused %s: %d %s", sock, o->id, st, refusal(eff, st, why, sizeof(why)));
+}
+
+/* The agent's outcome (out), with what we held of the sandbox in its "enforcement". */
+static int report(const struct bm_run_opts *o, json_t *out, const struct bm_sandbox_enf *enf)
+{
+	json_t *en;
+
+	if (!json_is_object(out)) {
+		bm_err("the agent did not report the outcome of %s in time", o->id);
+		return BM_EXIT_INTERNAL;
+	}
+	en = json_object_get(out, "enforcement");
+	if (!json_is_object(en)) {
+		en = json_object();
+		json_object_set_new(out, "enforcement", en);
+	}
+	if (en)
+		(void)bm_sandbox_enf_json(enf, en);
+	return bm_report_json(&(struct bm_report_opts){ o->outcome, o->json, o->hist, o->quiet },
+			      o->id, out);
+}
+
 /*
- * The command, paused, for an effect whose cgroup the agent has made (eff):
- * cloned into it when we may (root: no migration, no grace period to wait
- * for), else forked here for the agent to move; then named to the agent.
- * Its pid, or -1 (said; the child is gone).
+ * The sandbox we make for the command: as standalone, minus the egress
+ * filter (the agent's); isolation only as root (the namespaces need it).
  */
-static pid_t start_in(const char *sock, const struct bm_run_opts *o, const json_t *eff, int *go)
+static int client_sandbox(const struct bm_run_opts *o, const char *sock, struct bm_sandbox *sb,
+			  struct bm_sandbox_ctx *c, char ***envp)
+{
+	const char *flag = bm_run_sandbox_needs_root(&o->sb, geteuid());
+	int err;
+
+	if (flag) {
+		bm_err("invalid %s through the agent at %s: the command is run's own child, and "
+		       "only root can give it that (run it as root, or have the agent launch it)",
+		       flag, sock);
+		return -EPERM;
+	}
+	*sb = o->sb.sb;
+	sb->cpu_limit_milli = o->limits.cpu_milli;
+	sb->memory_limit = o->limits.memory_bytes;
+	sb->pids_limit = o->limits.pids;
+	sb->timeout_ns = o->limits.timeout_ns;
+	err = bm_run_sandbox_envp(&o->sb, envp);
+	if (err)
+		return bm_err_errno(err, "failed to set up the environment");
+	bm_run_sandbox_ctx(&o->sb, *envp, o->sb.isolate && !geteuid(), c);
+	/* the identity is the agent's to give: taken at the gate (gate_ids()) */
+	c->set_ids = false;
+	c->hide = sock;
+	return 0;
+}
+
+/*
+ * Our command held at its gate, in the effect's cgroup: for an attach that
+ * named no pid, the agent made the cgroup first (eff); root clones it in
+ * (no migration: none of the RCU grace period a move waits for), anyone
+ * else starts it here and the agent moves it; then named by POST .../attach.
+ * 0, or -1 (said; nothing of ours left running).
+ */
+static int start_in(const char *sock, const struct bm_run_opts *o, const json_t *eff, const struct bm_exec *x,
+		    struct bm_child *child, struct bm_held *held)
 {
 	const char *cg = json_string_value(json_object_get(eff, "cgroup"));
-	int fd = cg ? open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1, st;
+	int fd = cg ? open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1, st, err = -EBADF;
 	char path[256], why[512];
 	json_t *body, *out = NULL;
-	pid_t pid = fd >= 0 ? fork_paused(o->argv, go, fd) : -1;
 
 	if (fd >= 0)
+		err = bm_effect_spawn_held(fd, o->argv, x, child, held);
+	if (fd >= 0)
 		close(fd);
-	if (pid < 0)
-		pid = fork_paused(o->argv, go, -1);
-	if (pid < 0) {
-		(void)bm_err_errno(-errno, "failed to start '%s'", o->argv[0]);
+	/* a cgroup we may not clone into (delegation, nsdelegate): the agent moves it there */
+	if (err)
+		err = bm_effect_spawn_held(-1, o->argv, x, child, held);
+	if (err) {
+		(void)bm_err_errno(err < 0 ? err : -err, "failed to start '%s'", o->argv[0]);
 		return -1;
 	}
-	body = json_pack("{s:i}", "pid", (int)pid);
-	st = bm_client_call(sock, "POST", effect_path(o, "attach", path, sizeof(path)), body, &out, CALL_MS);
+	body = json_pack("{s:i}", "pid", (int)child->pid);
+	effect_path(o, "/attach", path, sizeof(path));
+	st = bm_client_call(sock, "POST", path, body, &out, CALL_MS);
 	json_decref(body);
 	if (st != 200) {
 		bm_err("the agent at %s did not attach %s: %d %s", sock, o->id, st, refusal(out, st, why, sizeof(why)));
-		close(*go);
-		waitpid(pid, NULL, 0);
-		pid = -1;
+		bm_effect_held_drop(held, child);
 	}
 	json_decref(out);
-	return pid;
+	return st == 200 ? 0 : -1;
 }
 
 int bm_run_client(const struct bm_run_opts *o, const char *sock)
 {
-	char path[256], body[256], why[512];
+	char path[256], body[256];
 	json_t *req, *eff = NULL, *exitj;
-	int st, go = -1, status, ret = BM_EXIT_INTERNAL;
+	struct bm_child child = { 0, -1, -1 };
+	struct bm_held held = { -1, -1, 0 };
+	struct bm_sandbox_enf enf = { 0 };
+	struct bm_sandbox_ctx c;
+	struct bm_sandbox sb;
+	struct bm_exec x;
+	struct bm_ids ids;
+	char **envp = NULL;
+	int st, status, ret = BM_EXIT_INTERNAL, err;
 	/* root clones the command into the cgroup the agent makes first; others are moved there */
 	bool later = geteuid() == 0;
 	sigset_t mask, old;
-	pid_t pid = 0;
 
-	if (!later && (pid = fork_paused(o->argv, &go, -1)) < 0) {
-		(void)bm_err_errno(-errno, "failed to start '%s'", o->argv[0]);
+	if (client_sandbox(o, sock, &sb, &c, &envp))
+		return BM_EXIT_INTERNAL;
+	bm_sandbox_exec(&sb, &c, &x, NULL);
+	err = later ? 0 : bm_effect_spawn_held(-1, o->argv, &x, &child, &held);
+	if (err) {
+		(void)bm_err_errno(err < 0 ? err : -err, "failed to start '%s'", o->argv[0]);
+		free(envp);
 		return BM_EXIT_INTERNAL;
 	}
-	req = request_json(o, pid);
+	req = request_json(o, later ? 0 : child.pid, &sb);
 	st = bm_client_call(sock, "POST", "/v1/effects", req, &eff, CALL_MS);
 	json_decref(req);
-	/* root runs for a tenant it names; the agent takes that only from root */
 	effect_path(o, "", path, sizeof(path));
 	if (st == 202) {
-		/* queued: the agent attaches it when it starts it */
+		/* queued: the agent attaches it (or makes its cgroup) when it starts it */
 		json_decref(eff);
 		eff = wait_state(sock, path, started, 24 * 3600 * 1000);
 	}
-	if ((st != 201 && st != 202) || !eff || !strcmp(state_of(eff), "failed")) {
-		if (st == 200)
-			bm_err("--id %s: this tenant has an effect of that id already (%s): ids are not reused",
-			       o->id, state_of(eff));
-		else
-			bm_err("the agent at %s refused %s: %d %s", sock, o->id, st, refusal(eff, st, why, sizeof(why)));
-		if (pid > 0) {
-			close(go);
-			waitpid(pid, NULL, 0);
-		}
-		json_decref(eff);
-		return BM_EXIT_INTERNAL;
-	}
-	if (later && (pid = start_in(sock, o, eff, &go)) < 0) {
+	if ((st != 201 && st != 202) || !eff || !strcmp(state_of(eff), "failed") ||
+	    gate_ids(o, eff, &ids) || (later && start_in(sock, o, eff, &x, &child, &held))) {
+		if (st != 201 && st != 202)
+			say_refused(o, sock, st, eff);
+		if (child.pid > 0 && !later)
+			bm_effect_held_drop(&held, &child);
 		json_decref(eff);
 		eff = NULL;
-		/* the effect waits for a process that will not come: it ends now, not in 10 s */
-		(void)bm_client_call(sock, "POST", effect_path(o, "cancel", body, sizeof(body)), NULL, &eff, CALL_MS);
-		json_decref(eff);
+		/* an attach that waits for a process that will not come ends now, not in 10 s */
+		if (later && (st == 201 || st == 202)) {
+			effect_path(o, "/cancel", body, sizeof(body));
+			(void)bm_client_call(sock, "POST", body, NULL, &eff, CALL_MS);
+			json_decref(eff);
+		}
+		free(envp);
 		return BM_EXIT_INTERNAL;
 	}
 	json_decref(eff);
+	/* what held each part, with the identity it takes now */
+	c.set_ids = ids.set;
+	c.uid = ids.uid;
+	c.gid = ids.gid;
+	bm_sandbox_exec(&sb, &c, &x, &enf);
 	/* block before the release, so that the child's SIGCHLD cannot come first */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
@@ -323,22 +439,32 @@ int bm_run_client(const struct bm_run_opts *o, const char *sock)
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &mask, &old);
-	if (write(go, "g", 1) != 1)
-		(void)bm_err_errno(-errno, "failed to release '%s'", o->argv[0]);
-	close(go);
-	status = wait_child(pid, &mask);
+	err = bm_effect_release(&held, &ids);
+	if (err < 0)
+		(void)bm_err_errno(err, "failed to start '%s'", o->argv[0]);
+	else if (err > 0)
+		bm_err("cannot run '%s': %s", o->argv[0], strerror(err));
+	status = wait_child(&child, &mask);
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	/* as the shell says it: 127 not found, 126 found but not runnable, 125 ours */
+	if (err)
+		status = W_EXITCODE(err == ENOENT || err == ENOTDIR ? BM_EXIT_NOTFOUND
+				    : err > 0 ? BM_EXIT_NOEXEC : BM_EXIT_INTERNAL, 0);
+	effect_path(o, "/exit", body, sizeof(body));
 	exitj = json_pack("{s:i}", "wait_status", status);
-	(void)bm_client_call(sock, "POST", effect_path(o, "exit", body, sizeof(body)), exitj, &eff, CALL_MS);
+	(void)bm_client_call(sock, "POST", body, exitj, &eff, CALL_MS);
 	json_decref(exitj);
 	json_decref(eff);
+	/* the outcome line comes the moment the agent has it: no polling */
 	eff = outcome_of(sock, o, OUTCOME_WAIT_MS);
-	if (eff)
-		ret = bm_report_json(&(struct bm_report_opts){ o->outcome, o->json, o->hist, o->quiet },
-				     o->id, eff);
-	else
-		bm_err("the agent did not report the outcome of %s in time", o->id);
+	ret = report(o, eff, &enf);
 	json_decref(eff);
+	reap_init(held.init);
+	if (child.pidfd >= 0)
+		close(child.pidfd);
+	if (child.status_fd >= 0)
+		close(child.status_fd);
+	free(envp);
 	return ret;
 }
 

@@ -33,6 +33,7 @@ static const char usage[] =
 "  --standalone        meter it here even when an agent runs\n"
 "  --socket PATH       the agent's socket (default $BURSTMETER_SOCKET, then\n"
 "                      /run/burstmeter/api.sock); without an agent, run standalone\n"
+BM_RUN_SANDBOX_USAGE
 "  -q, --quiet         no summary line on stderr\n"
 "  -v, --verbose       debug messages, libbpf's included\n"
 "  -h, --help          this help\n"
@@ -44,7 +45,8 @@ static const char usage[] =
 "  burstmeter run -- make -j4\n"
 "  burstmeter run --id tc-42 --tenant acme --intent 'run the tests' --outcome o.json -- pytest -x\n"
 "  burstmeter run --memory 512M --pids 64 --timeout 600 -- ./build.sh\n"
-"  burstmeter run --window-ms 50 --hist -- tar xf big.tar\n";
+"  burstmeter run --window-ms 50 --hist -- tar xf big.tar\n"
+"  burstmeter run --network none --workspace . --user 1000 --drop-caps --clean-env -- ./generated.sh\n";
 
 enum {
 	OPT_ID = 256, OPT_TENANT, OPT_INTENT, OPT_CPU, OPT_MEMORY, OPT_PIDS, OPT_TIMEOUT,
@@ -70,6 +72,7 @@ static const struct option options[] = {
 	{ "meter-only", no_argument, NULL, OPT_METER_ONLY },
 	{ "standalone", no_argument, NULL, OPT_STANDALONE },
 	{ "socket", required_argument, NULL, OPT_SOCKET },
+	BM_RUN_SANDBOX_OPTIONS,
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -202,6 +205,8 @@ static int parse_one(int c, const char *arg, struct bm_run_opts *o)
 		o->verbose = true;
 		return 0;
 	default:
+		if (c >= BM_RUN_OPT_NETWORK && c < BM_RUN_OPT__END)
+			return bm_run_sandbox_opt(c, arg, &o->sb);
 		return -EINVAL;
 	}
 }
@@ -211,6 +216,7 @@ int bm_run_parse_args(int argc, char **argv, struct bm_run_opts *o)
 	int c, err;
 
 	memset(o, 0, sizeof(*o));
+	o->sb.sb.network_policy = BM_NET_FULL;
 	o->tenant = "default";
 	o->window_ns = BM_WINDOW_NS_DEFAULT;
 	optind = 0;	/* full reset: tests parse many vectors */
@@ -237,6 +243,9 @@ int bm_run_parse_args(int argc, char **argv, struct bm_run_opts *o)
 		return -EINVAL;
 	}
 	o->argv = argv + optind;
+	err = bm_run_sandbox_check(&o->sb);
+	if (err)
+		return err;
 	if (!o->id)
 		generate_id(o);
 	return 1;

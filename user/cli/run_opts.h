@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "base/parse.h"
+#include "cli/run_sandbox.h"
 #include "effect/outcome.h"
 
 #define BM_INTENT_MAX 4096
@@ -29,6 +30,7 @@ struct bm_run_opts {
 	bool meter_only;		/* tests: no controllers, the meter holds every ceiling */
 	bool standalone;		/* never through the agent */
 	const char *socket;		/* the agent's socket (default: $BURSTMETER_SOCKET, then /run/...) */
+	struct bm_run_sandbox sb;	/* --network, --read-only-root, --user, ... (run_sandbox.h) */
 	char **argv;			/* the command */
 };
 

@@ -73,14 +73,27 @@ struct child_err {
 	int err;
 };
 
+bool bm_exec_can_drop_bounding(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { { 0 } };
+
+	return !syscall(SYS_capget, &h, d) && (d[0].effective & (1u << CAP_SETPCAP));
+}
+
 /*
  * The bounding and ambient sets: while we still have CAP_SETPCAP, that is
- * before setuid() to a non-root uid takes every capability away.
+ * before setuid() to a non-root uid takes every capability away. Without
+ * it (a caller that is not root) the bounding set stays: it holds nothing
+ * then, and no_new_privs keeps an exec from filling the other sets from it.
  */
 static int drop_bounding(void)
 {
 	int cap;
 
+	if (!bm_exec_can_drop_bounding())
+		return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL
+		       ? -errno : 0;
 	for (cap = 0; cap <= 63; cap++)
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
 			return -errno;
@@ -143,6 +156,9 @@ static int apply_exec(const struct bm_exec *x)
 	/* as the effect's uid: no directory it could not reach itself */
 	if (x->cwd && chdir(x->cwd) < 0)
 		return -errno;
+	/* its own directory, again: a workspace may be mounted over it now */
+	if (!x->cwd && bm_mounts_wanted(&x->mnt))
+		bm_ns_reenter();
 	if (x->drop_caps && (err = drop_caps()))
 		return err;
 	if (x->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -158,12 +174,42 @@ static void report(int fd, int join, int err)
 		_exit(127);
 }
 
-static void child_exec(const int *join_fds, int n_join, char *const argv[], const struct bm_exec *x,
-		       int errfd)
+/*
+ * Held at the gate (gate >= 0) until its holder says go, with the identity
+ * to take then (bm_effect_release()); EOF: it never runs. Returns the exec
+ * options to go on with (x, or *own with the identity replaced).
+ */
+static const struct bm_exec *wait_gate(int gate, const struct bm_exec *x, struct bm_exec *own)
 {
+	struct bm_ids ids;
+	ssize_t n;
+
+	if (gate < 0)
+		return x;
+	do
+		n = read(gate, &ids, sizeof(ids));
+	while (n < 0 && errno == EINTR);
+	if (n != sizeof(ids))
+		_exit(BM_EXIT_INTERNAL);
+	close(gate);
+	if (!ids.set || !x)
+		return x;
+	*own = *x;
+	own->set_ids = true;
+	own->uid = ids.uid;
+	own->gid = ids.gid;
+	own->no_new_privs = true;
+	return own;
+}
+
+static void child_exec(const int *join_fds, int n_join, char *const argv[], const struct bm_exec *x,
+		       int errfd, int gate)
+{
+	struct bm_exec own;
 	sigset_t none;
 	int i, err = 0;
 
+	x = wait_gate(gate, x, &own);
 	for (i = 0; i < n_join; i++) {
 		if (join_fds[i] >= 0 && write(join_fds[i], "0", 1) != 1) {
 			report(errfd, 1, errno);
@@ -209,7 +255,7 @@ static int send_fd(int sock, int fd)
 
 /* The init of the command's PID namespace: pid 1 there, in our cgroup. Never returns. */
 static void init_main(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
-		      const struct bm_exec *x, int chan, int status_fd)
+		      const struct bm_exec *x, int chan, int status_fd, int gate)
 {
 	struct bm_exec cx = *x;
 	int logp[2] = { -1, -1 }, pidfd = -1, err;
@@ -234,7 +280,10 @@ static void init_main(int cgroup_fd, const int *join_fds, int n_join, char *cons
 		goto fail;
 	}
 	if (pid == 0)
-		child_exec(join_fds, n_join, argv, &cx, chan);
+		child_exec(join_fds, n_join, argv, &cx, chan, gate);
+	/* the gate is the command's alone: its end comes from its holder, never from us */
+	if (gate >= 0)
+		close(gate);
 	/* ours closed: the shim sees the end once the command has exec'd (or said why not) */
 	err = send_fd(chan, pidfd);
 	close(chan);
@@ -250,10 +299,11 @@ fail:
 }
 
 /*
- * What the children say on chan until it closes: an error, and (pid_ns)
- * the command's pidfd. Returns 0 once it exec'd, else as bm_effect_spawn_ex().
+ * What the children say on chan: an error, and (pid_ns) the command's
+ * pidfd. Until it closes (the exec), or with held until the pidfd came
+ * (the command waits at its gate). Returns 0, else as bm_effect_spawn_ex().
  */
-static int collect(int chan, int *pidfd)
+static int collect(int chan, int *pidfd, bool held)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -279,6 +329,8 @@ static int collect(int chan, int *pidfd)
 			memcpy(pidfd, CMSG_DATA(c), sizeof(int));
 		if (n == sizeof(ce) && ce.join >= 0 && !ret)
 			ret = ce.join ? (ce.err ? -ce.err : -EIO) : (ce.err ? ce.err : EIO);
+		if (held && *pidfd >= 0)
+			return ret;
 	}
 }
 
@@ -300,8 +352,13 @@ int bm_effect_spawn(int cgroup_fd, const int *join_fds, int n_join, char *const 
 	return bm_effect_spawn_ex(cgroup_fd, join_fds, n_join, argv, NULL, child);
 }
 
-int bm_effect_spawn_ex(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
-		       const struct bm_exec *x, struct bm_child *child)
+/*
+ * The start both spawns share, up to the command's pid: with gate >= 0 it
+ * waits there (h->go is the other end), else until it exec'd. On success
+ * *child is filled; h (held) keeps the channel, and the init to reap.
+ */
+static int spawn(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
+		 const struct bm_exec *x, int gate, struct bm_child *child, struct bm_held *h)
 {
 	bool pidns = x && x->pid_ns;
 	int chan[2], st[2] = { -1, -1 }, pidfd = -1, cmd_fd = -1, ret;
@@ -323,11 +380,13 @@ int bm_effect_spawn_ex(int cgroup_fd, const int *join_fds, int n_join, char *con
 	}
 	if (pid == 0) {
 		close(chan[0]);
+		if (h)
+			close(h->go);
 		if (pidns) {
 			close(st[0]);
-			init_main(cgroup_fd, join_fds, n_join, argv, x, chan[1], st[1]);
+			init_main(cgroup_fd, join_fds, n_join, argv, x, chan[1], st[1], gate);
 		}
-		child_exec(join_fds, n_join, argv, x, chan[1]);
+		child_exec(join_fds, n_join, argv, x, chan[1], gate);
 	}
 	close(chan[1]);
 	chan[1] = -1;
@@ -336,7 +395,10 @@ int bm_effect_spawn_ex(int cgroup_fd, const int *join_fds, int n_join, char *con
 		st[1] = -1;
 	}
 	/* the end of the channel: the exec closed it (O_CLOEXEC), the command runs */
-	ret = collect(chan[0], &cmd_fd);
+	ret = 0;
+	/* held, our own child is at its gate already: there is nothing to wait for */
+	if (!h || pidns)
+		ret = collect(chan[0], &cmd_fd, h != NULL);
 	if (ret) {
 		/* the init, having reaped a command that never ran, ends too */
 		waitpid((pid_t)pid, NULL, 0);
@@ -354,6 +416,11 @@ int bm_effect_spawn_ex(int cgroup_fd, const int *join_fds, int n_join, char *con
 		child->status_fd = -1;
 		pidfd = -1;
 	}
+	if (h) {
+		h->chan = chan[0];
+		h->init = pidns ? (pid_t)pid : 0;
+		chan[0] = -1;
+	}
 out:
 	if (pidfd >= 0)
 		close(pidfd);
@@ -363,10 +430,75 @@ out:
 		close(st[0]);
 	if (st[1] >= 0)
 		close(st[1]);
-	close(chan[0]);
+	if (chan[0] >= 0)
+		close(chan[0]);
 	if (chan[1] >= 0)
 		close(chan[1]);
 	return ret;
+}
+
+int bm_effect_spawn_ex(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
+		       const struct bm_exec *x, struct bm_child *child)
+{
+	return spawn(cgroup_fd, join_fds, n_join, argv, x, -1, child, NULL);
+}
+
+int bm_effect_spawn_held(int cgroup_fd, char *const argv[], const struct bm_exec *x,
+			 struct bm_child *child, struct bm_held *h)
+{
+	int gate[2], ret;
+
+	h->chan = h->go = -1;
+	h->init = 0;
+	if (pipe2(gate, O_CLOEXEC) < 0)
+		return -errno;
+	h->go = gate[1];
+	ret = spawn(cgroup_fd, NULL, 0, argv, x, gate[0], child, h);
+	close(gate[0]);
+	if (ret) {
+		close(h->go);
+		h->go = -1;
+	}
+	return ret;
+}
+
+int bm_effect_release(struct bm_held *h, const struct bm_ids *ids)
+{
+	struct bm_ids none = { 0 };
+	int ret, fd = -1;
+	ssize_t n;
+
+	do
+		n = write(h->go, ids ? ids : &none, sizeof(none));
+	while (n < 0 && errno == EINTR);
+	ret = n == sizeof(none) ? 0 : -EPIPE;
+	close(h->go);
+	h->go = -1;
+	if (!ret)
+		ret = collect(h->chan, &fd, false);
+	if (fd >= 0)
+		close(fd);
+	close(h->chan);
+	h->chan = -1;
+	return ret;
+}
+
+void bm_effect_held_drop(struct bm_held *h, struct bm_child *child)
+{
+	/* EOF at the gate: the command exits unrun, then its init too */
+	if (h->go >= 0)
+		close(h->go);
+	if (h->chan >= 0)
+		close(h->chan);
+	h->go = h->chan = -1;
+	while (waitpid(h->init ? h->init : child->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	h->init = 0;
+	if (child->pidfd >= 0)
+		close(child->pidfd);
+	if (child->status_fd >= 0)
+		close(child->status_fd);
+	child->pidfd = child->status_fd = -1;
 }
 
 int bm_child_wait(struct bm_child *c, int *wait_status)
@@ -389,152 +521,5 @@ int bm_child_wait(struct bm_child *c, int *wait_status)
 			return -errno;
 	*wait_status = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0)
 					       : W_EXITCODE(0, si.si_status);
-	return 0;
-}
-
-/* The shim keeps only the fds it needs: a crashed agent's sockets and BPF links must not live on in it. */
-static void shim_close_fds(const int *keep, int n)
-{
-	int lo = 3, fd, i;
-
-	for (;;) {
-		/* the smallest kept fd at or above lo; close what lies below it */
-		fd = INT_MAX;
-		for (i = 0; i < n; i++)
-			if (keep[i] >= lo && keep[i] < fd)
-				fd = keep[i];
-		if (fd == INT_MAX)
-			break;
-		if (fd > lo)
-			syscall(SYS_close_range, lo, fd - 1, 0);
-		lo = fd + 1;
-	}
-	syscall(SYS_close_range, lo, ~0U, 0);
-}
-
-/*
- * Whole or not at all (the rename), for an agent that reads it after a
- * crash of its own. Not fsync'ed: a crash of the machine ends the command
- * too, and thousands of effects ending at once queued on the journal.
- */
-static void write_whole(const char *path, const char *suffix, const char *line)
-{
-	char tmp[PATH_MAX + 32], dst[PATH_MAX + 16];
-	int fd;
-
-	snprintf(dst, sizeof(dst), "%s%s", path, suffix);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", dst);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd >= 0 && write(fd, line, strlen(line)) > 0 && !close(fd))
-		(void)rename(tmp, dst);
-}
-
-void bm_effect_shim_main(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
-			 const struct bm_exec *x, const char *status_path, int report_fd)
-{
-	struct bm_shim_report r = { 0, 0 };
-	struct bm_child c = { 0, -1, -1 };
-	char line[64];
-	int keep[8], nk = 0, i, status = 0;
-
-	setsid();
-	/* its own name in ps and top, not its parent's ("burstmeter", "bm-spawner") */
-	prctl(PR_SET_NAME, "bm-shim");
-	/* a spawner's child: it lets the kernel reap its shims, a shim waits for its command */
-	signal(SIGCHLD, SIG_DFL);
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	keep[nk++] = report_fd;
-	keep[nk++] = cgroup_fd;
-	for (i = 0; i < n_join && nk < 5; i++)
-		keep[nk++] = join_fds[i];
-	for (i = 0; x && i < 3 && nk < 8; i++)
-		keep[nk++] = x->stdio[i];
-	shim_close_fds(keep, nk);
-	/* who we are, before the command can run: an agent killed now finds us, not a second run */
-	snprintf(line, sizeof(line), "P %d %llu\n", (int)getpid(),
-		 (unsigned long long)bm_pid_start(getpid()));
-	write_whole(status_path, BM_SHIM_PID_SUFFIX, line);
-	/* found from now on: it outlives the agent and the spawner */
-	(void)prctl(PR_SET_PDEATHSIG, 0);
-	r.ret = bm_effect_spawn_ex(cgroup_fd, join_fds, n_join, argv, x, &c);
-	r.pid = c.pid;
-	if (write(report_fd, &r, sizeof(r)) != sizeof(r) || r.ret)
-		_exit(1);
-	close(report_fd);
-	if (bm_child_wait(&c, &status))
-		status = -1;
-	snprintf(line, sizeof(line), "W %d\n", status);
-	write_whole(status_path, "", line);
-	_exit(0);
-}
-
-int bm_effect_shim(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
-		   const struct bm_exec *x, const char *status_path, struct bm_child *shim,
-		   pid_t *effect_pid)
-{
-	struct bm_shim_report r;
-	int pipefd[2], err;
-	ssize_t n;
-	pid_t pid;
-
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		err = -errno;
-		close(pipefd[0]);
-		close(pipefd[1]);
-		return err;
-	}
-	if (!pid) {
-		close(pipefd[0]);
-		bm_effect_shim_main(cgroup_fd, join_fds, n_join, argv, x, status_path, pipefd[1]);
-	}
-	close(pipefd[1]);
-	do
-		n = read(pipefd[0], &r, sizeof(r));
-	while (n < 0 && errno == EINTR);
-	close(pipefd[0]);
-	if (n != sizeof(r) || r.ret) {
-		waitpid(pid, NULL, 0);
-		return n != sizeof(r) ? -EIO : r.ret;
-	}
-	shim->pid = pid;
-	/* our own unreaped child: its pid cannot be reused under us */
-	shim->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (shim->pidfd < 0)
-		return -errno;
-	*effect_pid = r.pid;
-	return 0;
-}
-
-int bm_effect_shim_pid(const char *status_path, pid_t *pid, uint64_t *start)
-{
-	char path[PATH_MAX + 8], buf[64];
-	unsigned long long st;
-	int n, p;
-
-	snprintf(path, sizeof(path), "%s" BM_SHIM_PID_SUFFIX, status_path);
-	n = bm_read_file(AT_FDCWD, path, buf, sizeof(buf));
-	if (n < 0)
-		return n;
-	if (sscanf(buf, "P %d %llu", &p, &st) != 2 || p <= 0)
-		return -EINVAL;
-	*pid = p;
-	*start = st;
-	return 0;
-}
-
-int bm_effect_shim_status(const char *status_path, int *wait_status)
-{
-	char buf[32];
-	int n = bm_read_file(AT_FDCWD, status_path, buf, sizeof(buf));
-
-	if (n < 0)
-		return n;
-	if (sscanf(buf, "W %d", wait_status) != 1)
-		return -EINVAL;
 	return 0;
 }

@@ -56,6 +56,13 @@ struct bm_exec {
 	uint64_t log_max;
 };
 
+/*
+ * Can this process empty its bounding set (does it hold CAP_SETPCAP)? A
+ * process that cannot (not root) keeps it with drop_caps: it holds nothing
+ * in it, and no_new_privs keeps an exec from taking anything from it.
+ */
+bool bm_exec_can_drop_bounding(void);
+
 /* Wait for the child started by bm_effect_spawn_ex(): its wait status, or -errno. */
 int bm_child_wait(struct bm_child *c, int *wait_status);
 
@@ -74,6 +81,37 @@ int bm_effect_spawn(int cgroup_fd, const int *join_fds, int n_join, char *const 
 int bm_effect_spawn_ex(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
 		       const struct bm_exec *x, struct bm_child *child);
 
+/*
+ * Attach mode (the command is the caller's; the agent moves it into its
+ * effect's cgroup, or it is born there: cgroup_fd, -1 where we are):
+ * start it as bm_effect_spawn_ex() does, with its namespaces made, but
+ * held at a gate before anything else of x
+ * (its cgroup namespace, identity, directory, capabilities) and its exec.
+ * Returns 0 once it waits there, *child filled (with x->pid_ns, the init
+ * of its PID namespace is our child, h->init), or -errno. Then exactly one
+ * of bm_effect_release() and bm_effect_held_drop().
+ */
+struct bm_held {
+	int chan;	/* what its children report, until the exec closes it */
+	int go;		/* its gate: a struct bm_ids written here lets it go */
+	pid_t init;	/* with pid_ns: its init, ours to reap (0: none) */
+};
+/* The identity it takes at the gate (set 0: as x says), decided once it was attached. */
+struct bm_ids {
+	int32_t set;
+	uint32_t uid, gid;
+};
+int bm_effect_spawn_held(int cgroup_fd, char *const argv[], const struct bm_exec *x,
+			 struct bm_child *child, struct bm_held *h);
+/*
+ * Let it go as ids (NULL: as x says): 0 once it exec'd, a positive errno
+ * if the exec failed (it exited 127: wait for it as ever), -errno.
+ */
+int bm_effect_release(struct bm_held *h, const struct bm_ids *ids);
+/* It never runs: it exits at the gate; it (or its init) is reaped, child's fds closed. */
+void bm_effect_held_drop(struct bm_held *h, struct bm_child *child);
+
+/* The shim (exec_shim.c). */
 /*
  * Start the command under a shim: a forked process of ours, in its own
  * session, that spawns it (as bm_effect_spawn_ex()), waits for it and

@@ -10,6 +10,7 @@
 #include <sys/mount.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,6 +27,13 @@
 struct bm_mount_attr {
 	uint64_t attr_set, attr_clr, propagation, userns_fd;
 };
+/* open_tree(2) and move_mount(2) (5.2+), from <linux/mount.h> likewise */
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
 
 #define NS_TMPFS_FLAGS (MS_NOSUID | MS_NODEV)
 
@@ -72,13 +80,66 @@ static int tmpfs(const char *at, uint64_t bytes, unsigned long flags, const char
 	return mount("tmpfs", at, "tmpfs", flags, opts) < 0 ? -errno : 0;
 }
 
+/* Every missing directory of path, as root 0755 (in a tmpfs of ours: /tmp hid them). */
+static int mkdir_p(const char *path)
+{
+	char p[PATH_MAX], *s;
+	bool last;
+
+	snprintf(p, sizeof(p), "%s", path);
+	for (s = p + 1;; s++) {
+		if (*s && *s != '/')
+			continue;
+		last = !*s;
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		if (last)
+			return 0;
+		*s = '/';
+	}
+}
+
+/*
+ * The workspace, cloned (with what is mounted below it) while it is still
+ * writable, then put back at its path once the read-only root and the
+ * private /tmp are in place: a workspace under /tmp stays the host's.
+ */
+static int workspace_put(int tree, const char *path)
+{
+	int err;
+
+	if (access(path, F_OK) < 0 && (err = mkdir_p(path)))
+		return err;
+	if (syscall(SYS_move_mount, tree, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return -errno;
+	return 0;
+}
+
+void bm_ns_reenter(void)
+{
+	char cwd[PATH_MAX];
+
+	if (!getcwd(cwd, sizeof(cwd)) || !chdir(cwd))
+		return;
+	fprintf(stderr, "burstmeter: the current directory %s is not in the sandbox (%s): "
+		"running in /\n", cwd, strerror(errno));
+	(void)!chdir("/");
+}
+
 int bm_ns_mount(const struct bm_mounts *m)
 {
-	int err = 0;
+	int err = 0, tree = -1;
 
 	/* nothing mounted here reaches the host, nor the host's later mounts here */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
+	if (m->workspace[0]) {
+		tree = (int)syscall(SYS_open_tree, AT_FDCWD, m->workspace,
+				    OPEN_TREE_CLONE | AT_RECURSIVE | O_CLOEXEC);
+		if (tree < 0)
+			return -errno;
+	}
 	/* read-only first: the writable places are mounted on top, and stay writable */
 	if (m->ro_root)
 		err = ro_tree("/");
@@ -92,6 +153,10 @@ int bm_ns_mount(const struct bm_mounts *m)
 	/* a dir the host lacks (a container without /dev/shm) is none to be private */
 	if (!err && m->shm_bytes && !access("/dev/shm", F_OK))
 		err = tmpfs("/dev/shm", m->shm_bytes, NS_TMPFS_FLAGS | MS_NOEXEC, "1777");
+	if (!err && tree >= 0)
+		err = workspace_put(tree, m->workspace);
+	if (tree >= 0)
+		close(tree);
 	/* /dev/null over it: a connect() finds no socket there, and nothing else of the dir goes */
 	if (!err && m->hide[0] && !access(m->hide, F_OK) &&
 	    mount("/dev/null", m->hide, NULL, MS_BIND, NULL) < 0)

@@ -9,6 +9,7 @@
 #ifndef BM_NSINIT_H
 #define BM_NSINIT_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -20,6 +21,8 @@ struct bm_mounts {
 	uint64_t tmp_bytes;	/* a private /tmp tmpfs of this size (0: none) */
 	uint64_t shm_bytes;	/* a private /dev/shm tmpfs of this size (0: none) */
 	char hide[256];		/* a file (the agent's socket) covered by /dev/null ("": none) */
+	/* a directory bound read-write where it is, over the read-only root and /tmp ("": none) */
+	char workspace[PATH_MAX];
 };
 
 /* Does m ask for a mount namespace of its own? */
@@ -30,6 +33,12 @@ bool bm_mounts_wanted(const struct bm_mounts *m);
  * nothing propagates back). Needs CAP_SYS_ADMIN. Returns 0 or -errno.
  */
 int bm_ns_mount(const struct bm_mounts *m);
+/*
+ * Enter the current directory again by its path, so that what was mounted
+ * over it (the workspace) is seen; one the sandbox hid (under its private
+ * /tmp) is left for "/", and said on stderr.
+ */
+void bm_ns_reenter(void);
 
 /* Bring the loopback of a new network namespace up. Returns 0 or -errno. */
 int bm_ns_loopback_up(void);

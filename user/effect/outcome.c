@@ -202,7 +202,7 @@ static json_t *limits_json(const struct bm_limits *l)
 	return j;
 }
 
-/* Which mechanism held each ceiling: a controller file, or the meter. */
+/* Which mechanism held each ceiling (a controller file, or the meter), and each part of the sandbox. */
 static json_t *enforcement_json(const struct bm_outcome *o)
 {
 	static const char *const names[4] = { "cpu", "memory", "pids", "net" };
@@ -212,6 +212,9 @@ static json_t *enforcement_json(const struct bm_outcome *o)
 	for (i = 0; i < 4; i++)
 		if (o->ceiling_mech[i])
 			json_object_set_new(j, names[i], json_string(o->ceiling_mech[i]));
+	/* and the sandbox's: the network policy, the mounts, the identity, ... */
+	if (j)
+		(void)bm_sandbox_enf_json(&o->sbx, j);
 	return j;
 }
 
@@ -269,6 +272,8 @@ json_t *bm_outcome_json(const struct bm_outcome *o)
 	json_object_set_new(root, "wall_seconds", json_real((double)o->wall_ns / 1e9));
 	json_object_set_new(root, "window_ms", json_real(o->sum ? o->sum->window_ns / 1e6 : 0));
 	json_object_set_new(root, "limits", limits_json(&o->limits));
+	if (o->sandbox)
+		json_object_set_new(root, "sandbox", bm_sandbox_json(o->sandbox));
 	json_object_set_new(root, "enforcement", enforcement_json(o));
 	summary_json(o, root);
 	json_object_set_new(root, "actions", actions_json(o));

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "bm_abi.h"
+#include "effect/sandbox.h"
 #include "meter/window.h"
 
 #define BM_OUTCOME_SCHEMA "burstmeter.outcome/v1"
@@ -68,6 +69,8 @@ struct bm_outcome {
 	uint64_t retry_after_ms;
 	char advice[256];
 	const char *ceiling_mech[4];	/* cpu, memory, pids, net: what enforced each ceiling */
+	const struct bm_sandbox *sandbox;	/* as asked: the outcome's "sandbox" (NULL: none) */
+	struct bm_sandbox_enf sbx;	/* what held each part of it, in "enforcement" too */
 	/* meter health */
 	uint64_t stats[BM_STAT__MAX];
 	const char *net_source;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/common.h"
@@ -44,6 +45,16 @@ static bool cidr_within(const struct bm_cidr *c, const struct bm_cidr *in)
 	return true;
 }
 
+/* Is path dir itself or below it ("" is no directory)? Both are absolute, without "..". */
+static bool within_dir(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	return n && !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/' || n == 1);
+}
+
 /* A limit of the parent's that the child lifts, or raises: 0 = none. */
 static bool lifts(uint64_t child, uint64_t parent)
 {
@@ -79,5 +90,93 @@ const char *bm_sandbox_looser(const struct bm_sandbox *c, const struct bm_sandbo
 		return "sandbox.run_as_non_root";
 	if (p->drop_all_capabilities && !c->drop_all_capabilities)
 		return "sandbox.drop_all_capabilities";
+	/* under a read-only root, a place to write that is not inside the parent's own */
+	if (p->read_only_root_fs && c->workspace[0] && !within_dir(c->workspace, p->workspace))
+		return "sandbox.workspace";
 	return NULL;
+}
+
+static json_t *cidrs_json(const struct bm_sandbox *sb)
+{
+	char buf[BM_CIDR_STRLEN];
+	json_t *a = json_array();
+	unsigned int i;
+
+	for (i = 0; a && i < sb->n_cidrs && i < BM_REQ_MAX_CIDRS; i++)
+		if (bm_cidr_format(&sb->cidrs[i], buf, sizeof(buf)) ||
+		    json_array_append_new(a, json_string(buf))) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+static json_t *milli_json(uint64_t milli)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llum", (unsigned long long)milli);
+	return json_string(buf);
+}
+
+json_t *bm_sandbox_json(const struct bm_sandbox *sb)
+{
+	json_t *o = json_object();
+	int bad = !o;
+
+	/* unset quantities are left out: 0 is not a valid value for any of them */
+	if (sb->cpu_request_milli)
+		bad |= json_object_set_new(o, "cpu_request", milli_json(sb->cpu_request_milli));
+	if (sb->cpu_limit_milli)
+		bad |= json_object_set_new(o, "cpu_limit", milli_json(sb->cpu_limit_milli));
+	if (sb->memory_request)
+		bad |= json_object_set_new(o, "memory_request", json_integer(sb->memory_request));
+	if (sb->memory_limit)
+		bad |= json_object_set_new(o, "memory_limit", json_integer(sb->memory_limit));
+	if (sb->timeout_ns)
+		bad |= json_object_set_new(o, "timeout_ns", json_integer(sb->timeout_ns));
+	if (sb->pids_limit)
+		bad |= json_object_set_new(o, "pids_limit", json_integer((json_int_t)sb->pids_limit));
+	if (sb->max_ephemeral_storage)
+		bad |= json_object_set_new(o, "max_ephemeral_storage",
+					   json_integer(sb->max_ephemeral_storage));
+	bad |= json_object_set_new(o, "network_policy",
+				   json_string(bm_netpol_name(sb->network_policy)));
+	if (sb->n_cidrs)
+		bad |= json_object_set_new(o, "allowed_egress_cidrs", cidrs_json(sb));
+	bad |= json_object_set_new(o, "read_only_root_fs", json_boolean(sb->read_only_root_fs));
+	bad |= json_object_set_new(o, "run_as_non_root", json_boolean(sb->run_as_non_root));
+	bad |= json_object_set_new(o, "drop_all_capabilities",
+				   json_boolean(sb->drop_all_capabilities));
+	if (sb->workspace[0])
+		bad |= json_object_set_new(o, "workspace", json_string(sb->workspace));
+	if (bad) {
+		json_decref(o);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return o;
+}
+
+static const char *const sbx_names[BM_SBX__MAX] = {
+	[BM_SBX_NETWORK] = "network", [BM_SBX_RO_ROOT] = "read_only_root", [BM_SBX_TMP] = "tmp",
+	[BM_SBX_WORKSPACE] = "workspace", [BM_SBX_USER] = "user", [BM_SBX_CAPS] = "caps",
+	[BM_SBX_ENV] = "env", [BM_SBX_CWD] = "cwd", [BM_SBX_NAMESPACES] = "namespaces",
+	[BM_SBX_SHM] = "shm", [BM_SBX_SOCKET] = "socket",
+};
+
+const char *bm_sbx_name(enum bm_sbx k)
+{
+	return (unsigned int)k < BM_SBX__MAX ? sbx_names[k] : NULL;
+}
+
+int bm_sandbox_enf_json(const struct bm_sandbox_enf *enf, json_t *obj)
+{
+	int k;
+
+	for (k = 0; k < BM_SBX__MAX; k++)
+		if (enf->mech[k][0] && !json_object_get(obj, sbx_names[k]) &&
+		    json_object_set_new(obj, sbx_names[k], json_string(enf->mech[k])))
+			return -ENOMEM;
+	return 0;
 }

@@ -2,13 +2,18 @@
 /*
  * The sandbox of an effect, as an execution request (or `run`'s flags)
  * declares it: ceilings and quantities, the network policy and its egress
- * CIDRs, and the hardening flags.
+ * CIDRs, the hardening flags and the workspace; and the names of what
+ * holds each part (the outcome's "enforcement"). sandbox_exec.h turns it
+ * into what holds it.
  */
 #ifndef BM_SANDBOX_H
 #define BM_SANDBOX_H
 
+#include <jansson.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/cidr.h"
 
@@ -31,6 +36,7 @@ struct bm_sandbox {
 	struct bm_cidr cidrs[BM_REQ_MAX_CIDRS];
 	unsigned int n_cidrs;
 	bool read_only_root_fs, run_as_non_root, drop_all_capabilities;
+	char workspace[PATH_MAX];			/* absolute, bound read-write ("": none) */
 };
 
 /* "none", "egress_restricted", "egress_allow_list", "full"; NULL if out of range. */
@@ -43,5 +49,38 @@ int bm_netpol_parse(const char *s, enum bm_netpol *out);
  * request field that does, or NULL if c is no looser than p.
  */
 const char *bm_sandbox_looser(const struct bm_sandbox *c, const struct bm_sandbox *p);
+/*
+ * The sandbox in a request's form ("sandbox" of POST /v1/effects, and of
+ * an outcome): sizes as integer bytes, CPU as "<n>m", the timeout as
+ * timeout_ns, unset quantities left out. NULL + errno on failure.
+ */
+json_t *bm_sandbox_json(const struct bm_sandbox *sb);
+
+/* What holds each part of a sandbox, by the outcome's "enforcement" key. */
+enum bm_sbx {
+	BM_SBX_NETWORK,		/* "network" */
+	BM_SBX_RO_ROOT,		/* "read_only_root" */
+	BM_SBX_TMP,		/* "tmp" */
+	BM_SBX_WORKSPACE,	/* "workspace" */
+	BM_SBX_USER,		/* "user" */
+	BM_SBX_CAPS,		/* "caps" */
+	BM_SBX_ENV,		/* "env" */
+	BM_SBX_CWD,		/* "cwd" */
+	BM_SBX_NAMESPACES,	/* "namespaces" */
+	BM_SBX_SHM,		/* "shm" */
+	BM_SBX_SOCKET,		/* "socket" */
+	BM_SBX__MAX,
+};
+
+#define BM_SBX_MECH_LEN 112
+
+struct bm_sandbox_enf {
+	char mech[BM_SBX__MAX][BM_SBX_MECH_LEN];	/* "": not applied */
+};
+
+/* The outcome's key for k ("network", ...). */
+const char *bm_sbx_name(enum bm_sbx k);
+/* Add every applied mechanism of enf to obj (keys already there are kept). 0 or -ENOMEM. */
+int bm_sandbox_enf_json(const struct bm_sandbox_enf *enf, json_t *obj);
 
 #endif /* BM_SANDBOX_H */

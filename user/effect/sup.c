@@ -128,6 +128,7 @@ static void init_outcome(struct bm_sup *s)
 	out->expect = s->o.expect;
 	out->traceparent = s->o.traceparent;
 	out->limits = s->o.limits;
+	out->sandbox = s->o.sandbox;
 	out->started_wall_ns = bm_wall_ns();
 }
 
@@ -252,7 +253,7 @@ int bm_sup__spawn(struct bm_sup *s)
 	int n;
 	const int *join = bm_ceilings_join_fds(&s->ceil, &n);
 
-	return bm_effect_spawn(s->cg->dirfd, join, n, s->o.argv, &s->child);
+	return bm_effect_spawn_ex(s->cg->dirfd, join, n, s->o.argv, s->o.exec, &s->child);
 }
 
 void bm_sup__event(struct bm_sup *s, const struct bm_event *e)

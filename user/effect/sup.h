@@ -27,6 +27,7 @@
 #include "effect/expect.h"
 #include "effect/outcome.h"
 #include "effect/policy.h"
+#include "effect/sandbox.h"
 #include "meter/loader.h"
 #include "meter/window.h"
 
@@ -38,6 +39,8 @@ struct bm_sup_opts {
 	struct bm_limits limits;
 	uint64_t window_ns;
 	struct bm_policy policy;	/* levels and steps; the ceilings are added from limits */
+	const struct bm_exec *exec;	/* how bm_sup__spawn() starts it (NULL: as we are) */
+	const struct bm_sandbox *sandbox; /* what the outcome says was asked (NULL: nothing) */
 	bool meter_only;		/* no controllers: the meter holds every ceiling */
 	bool no_fast_path;		/* no in-kernel kill at ceilings */
 	/*
@@ -128,7 +131,7 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 int bm_sup__adopt(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_env *env,
 		  const char *cgroup_path, const struct bm_sup_opts *o);
 
-/* Start the command in the cgroup: bm_effect_spawn()'s return (0, >0 exec errno, -errno). */
+/* Start the command in the cgroup with o->exec: bm_effect_spawn_ex()'s (0, >0 exec errno, -errno). */
 int bm_sup__spawn(struct bm_sup *s);
 
 /* A ring-buffer record for this effect's cgroup. */

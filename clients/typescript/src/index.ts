@@ -34,6 +34,8 @@ export interface Sandbox {
 	read_only_root_fs?: boolean;
 	run_as_non_root?: boolean;
 	drop_all_capabilities?: boolean;
+	/** an absolute directory, bound read-write (the rest read-only with read_only_root_fs) */
+	workspace?: string;
 }
 
 /** POST /v1/effects: a command to launch (argv), or a process of the caller's to attach (pid). */
