@@ -62,18 +62,18 @@ static void test_budget_exhausts_then_frees_at_its_margin(void **state)
 	assert_true(b.b[BM_BUD_CPU].exhausted);
 	assert_int_equal(b.b[BM_BUD_CPU].exhaustions, 1);
 	assert_int_equal(bm_budget_over(&b, T0), BM_BUD_CPU);
-	/* back at 0, and at 0.5: still held (the margin is a tenth of the burst, 1 CPU-s) */
+	/* back at 0, and at 2: still held (the margin is a quarter of the burst, 2.5 CPU-s) */
 	assert_int_equal(bm_budget_over(&b, T0 + 500 * MS), BM_BUD_CPU);
-	assert_int_equal(bm_budget_over(&b, T0 + 1000 * MS), BM_BUD_CPU);
-	assert_int_equal(bm_budget_over(&b, T0 + 1499 * MS), BM_BUD_CPU);
-	assert_int_equal(bm_budget_over(&b, T0 + 1500 * MS), -1);
-	assert_true(b.b[BM_BUD_CPU].level == 1);
+	assert_int_equal(bm_budget_over(&b, T0 + 2500 * MS), BM_BUD_CPU);
+	assert_int_equal(bm_budget_over(&b, T0 + 2999 * MS), BM_BUD_CPU);
+	assert_int_equal(bm_budget_over(&b, T0 + 3000 * MS), -1);
+	assert_true(b.b[BM_BUD_CPU].level == 2.5);
 	/* a second exhaustion is counted as one more */
-	bm_budget_charge(&b, BM_BUD_CPU, 1, T0 + 1500 * MS);
+	bm_budget_charge(&b, BM_BUD_CPU, 2.5, T0 + 3000 * MS);
 	assert_true(b.b[BM_BUD_CPU].exhausted);
 	assert_int_equal(b.b[BM_BUD_CPU].exhaustions, 2);
 	/* more use while exhausted is more debt, not more exhaustions */
-	bm_budget_charge(&b, BM_BUD_CPU, 3, T0 + 1500 * MS);
+	bm_budget_charge(&b, BM_BUD_CPU, 3, T0 + 3000 * MS);
 	assert_true(b.b[BM_BUD_CPU].level == -3);
 	assert_int_equal(b.b[BM_BUD_CPU].exhaustions, 2);
 }
@@ -85,14 +85,14 @@ static void test_budget_retry_from_the_bucket(void **state)
 	cpu_budget(1, 10);
 	assert_true(bm_budget_retry_ns(&b, BM_BUD_CPU, T0, 0) == 0);
 	bm_budget_charge(&b, BM_BUD_CPU, 10.5, T0);
-	/* -0.5 to +1 at 1 CPU-s per second */
-	assert_true(bm_budget_retry_ns(&b, BM_BUD_CPU, T0, 0) == 1500 * MS);
-	/* its running effects held at 0.75 cores: it refills at a quarter of that */
-	assert_true(bm_budget_retry_ns(&b, BM_BUD_CPU, T0, 0.75) == 6 * S);
+	/* -0.5 to +2.5 at 1 CPU-s per second */
+	assert_true(bm_budget_retry_ns(&b, BM_BUD_CPU, T0, 0) == 3 * S);
+	/* its running effects held at 0.75 cores: it refills at a quarter of the rate */
+	assert_true(bm_budget_retry_ns(&b, BM_BUD_CPU, T0, 0.75) == 12 * S);
 	/* using more than its rate: the floor, a tenth of the rate (a throttle holds it there) */
-	assert_true(bm_budget_retry_ns(&b, BM_BUD_CPU, T0, 2) == 15 * S);
-	/* half a second later, with nothing used: one second to go */
-	assert_true(bm_budget_retry_ns(&b, BM_BUD_CPU, T0 + 500 * MS, 0) == 1 * S);
+	assert_true(bm_budget_retry_ns(&b, BM_BUD_CPU, T0, 2) == 30 * S);
+	/* half a second later, with nothing used: 2.5 s to go */
+	assert_true(bm_budget_retry_ns(&b, BM_BUD_CPU, T0 + 500 * MS, 0) == 2500 * MS);
 	/* a dimension without a budget never waits */
 	assert_true(bm_budget_retry_ns(&b, BM_BUD_MEM, T0, 0) == 0);
 }

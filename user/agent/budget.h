@@ -9,7 +9,7 @@
  * Use is known only after the fact (a window closes, then it is read), so
  * a bucket may go below zero: that is debt, repaid at the rate. A bucket
  * at or below zero is exhausted until it has refilled to BM_BUDGET_RESUME
- * of its burst: without that margin a tenant held at its rate would flap
+ * of its burst: without that margin a tenant held near its rate would flap
  * between held and free every window.
  */
 #ifndef BM_AGENT_BUDGET_H
@@ -28,8 +28,13 @@ enum bm_bud {
 	BM_BUD__MAX,
 };
 
-/* An exhausted bucket frees its tenant again once it holds this share of its burst. */
-#define BM_BUDGET_RESUME 0.1
+/*
+ * An exhausted bucket frees its tenant again once it holds this share of
+ * its burst: held at BM_BUDGET_CAP of its rate, it gets there in 1.25 x
+ * burst / rate seconds, so a tenant that always wants more alternates that
+ * long held with a quarter of its burst at full speed.
+ */
+#define BM_BUDGET_RESUME 0.25
 /* Its running effects are held to this share of its CPU rate, so that the bucket refills. */
 #define BM_BUDGET_CAP 0.8
 /* The half-life of the recent use that names the node's top contributors: the last windows. */

@@ -22,6 +22,7 @@
 
 #include "agent/agent.h"
 #include "agent/export.h"
+#include "agent/tenant.h"
 #include "agent/watch.h"
 #include "api/api.h"
 #include "api/serve.h"
@@ -80,7 +81,10 @@ static enum MHD_Result metrics_handler(void *cls, struct MHD_Connection *c, cons
 		node.late = stats[BM_STAT_LATE];
 	}
 	bpf_cost(a, &node);
+	node.over_pressure = a->pressure.over_cpu || a->pressure.over_mem;
+	node.pressure_episodes = a->pressure.episodes;
 	bm_export__node(a->exp, &node);
+	ag_tenants_export(a);
 	if (bm_export__render(a->exp, om, &text, &len))
 		return ag_api_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);

@@ -160,7 +160,8 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 		return -errno;
 	s->out.cgroup = s->cg->path;
 	s->failed_step = "set the ceilings";
-	cpu_throttle = !o->meter_only && (s->o.policy.dim[BM_P_CPU].steps & BM_STEP_BIT(BM_STEP_THROTTLE));
+	cpu_throttle = !o->meter_only &&
+		       (o->cpu_cap || (s->o.policy.dim[BM_P_CPU].steps & BM_STEP_BIT(BM_STEP_THROTTLE)));
 	err = bm_ceilings_apply(env, s->cg, s->name, lim, cpu_throttle, s->ops->cgfs, &s->ceil);
 	if (err)
 		return err;

@@ -36,6 +36,7 @@ struct bm_sup_opts {
 	uint64_t window_ns;
 	struct bm_policy policy;	/* levels and steps; the ceilings are added from limits */
 	bool meter_only;		/* no controllers: the meter holds every ceiling */
+	bool cpu_cap;			/* a CPU controller even without a ceiling: bm_sup__cap() */
 	bool no_fast_path;		/* no in-kernel kill at ceilings */
 	/*
 	 * No timerfds: the caller watches timer_at and deadline_at (one timer
