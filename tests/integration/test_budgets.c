@@ -278,6 +278,7 @@ static void test_budgets_cpu_over_budget(void **state)
 	assert_int_equal(jint(s, "queued"), 1);
 	assert_int_equal(jint(s, "running"), 1);
 	assert_true(fabs(jnum(s, "cap_cores") - 0.08) < 1e-9);
+	assert_true(jtrue(s, "yielding"));
 	assert_true(jnum(s, "budgets.cpu_seconds.level") < 0.075);
 	assert_true(jint(s, "budgets.cpu_seconds.retry_after_s") >= 1);
 	assert_int_equal(jint(s, "budgets.cpu_seconds.exhaustions"), 1);

@@ -37,6 +37,13 @@ enum bm_bud {
 #define BM_BUDGET_RESUME 0.25
 /* Its running effects are held to this share of its CPU rate, so that the bucket refills. */
 #define BM_BUDGET_CAP 0.8
+/*
+ * And they yield (the lowest CPU weight against their siblings) until the
+ * bucket is back at this share of its burst: once free again, a tenant that
+ * still wants more than its rate spends the margin on CPU nobody else asks
+ * for, instead of taking it from its neighbours' calls.
+ */
+#define BM_BUDGET_YIELD 0.5
 /* The half-life of the recent use that names the node's top contributors: the last windows. */
 #define BM_BUDGET_FAST_NS (1000000000ULL)
 

@@ -87,6 +87,7 @@ struct ag_effect {
 	double cpu_fast;		/* recent CPU: decayed CPU-seconds, BM_BUDGET_FAST_NS */
 	uint64_t cpu_fast_ns;
 	double cap_cores;		/* the cap of its tenant's budget or the node's pressure */
+	bool yielding;			/* at the lowest CPU weight, as its tenant is */
 };
 
 /* At most this many effects' timers, or spawner messages, between two looks at everything else. */
@@ -132,6 +133,7 @@ struct ag_tenant_count {
 	uint64_t pressure_at_ns;	/* when it was */
 	double cap_cores;		/* each of its running effects' CPU cap, 0: none */
 	unsigned int cap_n;		/* the running effects it was split among */
+	bool yielding;			/* its running effects at the lowest CPU weight */
 	int cap_cause;			/* why: BM_BUD_CPU, or BM_BUD__MAX (the node's pressure) */
 	/* for /metrics: POSTs refused per budget (+ its queue share), throttles per cause */
 	uint64_t refused[BM_BUD__MAX + 1];

@@ -430,9 +430,27 @@ static double want_cap(const struct bm_agent *a, struct ag_tenant_count *t, int 
 	return cap;
 }
 
+/* The CPU weight of an effect that yields: the lowest (cgroup v2 units; v1: cpu.shares 10). */
+#define YIELD_WEIGHT 1
+
+/*
+ * Does t yield? From the moment its CPU budget is exhausted (or the node's
+ * pressure throttles it) until its bucket is back at BM_BUDGET_YIELD of its
+ * burst.
+ */
+static bool want_yield(struct ag_tenant_count *t)
+{
+	const struct bm_bucket *k = &t->bud.b[BM_BUD_CPU];
+
+	if (t->pressure || (bm_budget_limited(&t->bud, BM_BUD_CPU) && k->exhausted))
+		return true;
+	return t->yielding && bm_budget_limited(&t->bud, BM_BUD_CPU) &&
+	       k->level < BM_BUDGET_YIELD * t->bud.cfg.b[BM_BUD_CPU].burst;
+}
+
 static void apply_caps(struct bm_agent *a, uint64_t now)
 {
-	bool change = false;
+	bool change = false, yield;
 	unsigned int i;
 	int cause, err;
 
@@ -440,7 +458,8 @@ static void apply_caps(struct bm_agent *a, uint64_t now)
 		struct ag_tenant_count *t = &a->tenants[i];
 		double cap = want_cap(a, t, &cause);
 
-		if (cap == t->cap_cores && (!cap || t->cap_n == t->running))
+		yield = want_yield(t);
+		if (cap == t->cap_cores && yield == t->yielding && (!cap || t->cap_n == t->running))
 			continue;
 		if (cap && !t->cap_cores)
 			t->throttles[cause]++;
@@ -449,6 +468,7 @@ static void apply_caps(struct bm_agent *a, uint64_t now)
 				"%.2f cores each", t->name, bm_budget_name(cause), t->running, cap);
 		t->cap_cores = cap;
 		t->cap_n = t->running;
+		t->yielding = yield;
 		/* lifted: the last cause says why it was there */
 		t->cap_cause = cap ? cause : t->cap_cause;
 		change = true;
@@ -458,16 +478,17 @@ static void apply_caps(struct bm_agent *a, uint64_t now)
 		struct ag_tenant_count *t;
 
 		if (!e->started || e->sup.phase != BM_SUP_RUNNING || !(t = ag_tenant_of(a, e)) ||
-		    t->cap_cores == e->cap_cores)
+		    (t->cap_cores == e->cap_cores && t->yielding == e->yielding))
 			continue;
-		err = bm_sup__cap(&e->sup, t->cap_cores, cap_reason[t->cap_cause],
-				  t->cap_cause == BM_BUD_CPU ?
-					  t->bud.b[BM_BUD_CPU].level :
-					  bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now));
-		if (err == -EOPNOTSUPP && !e->cap_cores)
+		err = bm_sup__cap(&e->sup, t->cap_cores, t->yielding ? YIELD_WEIGHT : 0,
+				  cap_reason[t->cap_cause],
+				  t->cap_cause == BM_BUD_CPU ? t->bud.b[BM_BUD_CPU].level
+							     : bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now));
+		if (err == -EOPNOTSUPP && !e->cap_cores && !e->yielding)
 			bm_warn("tenant %s: no CPU controller for %s to hold it to its budget: "
 				"only its queue waits", t->name, e->req.id);
 		e->cap_cores = t->cap_cores;
+		e->yielding = t->yielding;
 	}
 }
 
@@ -623,12 +644,12 @@ json_t *ag_tenant_json(struct bm_agent *a, const char *name)
 				  "recent_per_second", bm_budget_rate_fast(&t->bud, d, now)));
 	}
 	j = json_pack(
-		"{s:s, s:f, s:i, s:i, s:i, s:b, s:o, s:f, s:{s:f, s:f}, s:{s:b, s:f, s:f}, s:o}",
+		"{s:s, s:f, s:i, s:i, s:i, s:b, s:o, s:f, s:b, s:{s:f, s:f}, s:{s:b, s:f, s:f}, s:o}",
 		"tenant", t->name, "weight", t->bud.cfg.weight, "running", t->running, "queued",
 		t->queued, "queue_share", ag_tenant_queue_share(a, t), "held", ag_tenant_held(a, t),
 		"held_by", t->held_by >= 0 ? json_string(bm_budget_name(t->held_by)) : json_null(),
-		"cap_cores", t->cap_cores, "fair", "usage_node_seconds", f.usage, "tag",
-		bm_fair_tag(&f), "pressure", "throttled", t->pressure, "cpu_cores",
+		"cap_cores", t->cap_cores, "yielding", t->yielding, "fair", "usage_node_seconds",
+		f.usage, "tag", bm_fair_tag(&f), "pressure", "throttled", t->pressure, "cpu_cores",
 		bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now), "memory_bytes", t->mem_held,
 		"budgets", buds);
 	return j;

@@ -118,10 +118,11 @@ static int unthrottle(struct bm_actuator *a, uint64_t now)
 /* The smallest quota cpu.max takes: 1 ms in a 100 ms period. */
 #define CAP_MIN_CORES 0.01
 
-int bm_act_cap(struct bm_actuator *a, double cores, const char *reason, double observed,
-	       uint64_t now)
+int bm_act_cap(struct bm_actuator *a, double cores, unsigned int weight, const char *reason,
+	       double observed, uint64_t now)
 {
 	double limit;
+	bool on;
 	int err;
 
 	if (a->ended)
@@ -129,6 +130,12 @@ int bm_act_cap(struct bm_actuator *a, double cores, const char *reason, double o
 	if (!a->ceil->v2_cpu && a->ceil->v1_cpu_dirfd < 0)
 		return -EOPNOTSUPP;
 	cores = cores > 0 && cores < CAP_MIN_CORES ? CAP_MIN_CORES : cores > 0 ? cores : 0;
+	if (weight != a->cap_weight) {
+		err = bm_ceilings_cpu_weight(a->ceil, weight);
+		if (err)
+			return err;
+		a->cap_weight = weight;
+	}
 	if (cores == a->cap_cores)
 		return 0;
 	/* under the ceiling and under the ladder's throttle, whichever is lower */
@@ -136,10 +143,12 @@ int bm_act_cap(struct bm_actuator *a, double cores, const char *reason, double o
 	err = bm_ceilings_cpu(a->ceil, a->lim, limit);
 	if (err)
 		return err;
-	record_as(a, cores > 0 ? "throttle" : "unthrottle", reason, observed,
-		  cores > 0 ? cores : a->cap_cores, now);
+	on = cores > 0;
+	if (on != a->capped)
+		record_as(a, on ? "throttle" : "unthrottle", reason, observed, on ? cores : a->cap_cores,
+			  now);
 	a->cap_cores = cores;
-	a->capped = cores > 0;
+	a->capped = on;
 	cap_clock(a, a->capped && !a->throttled, now);
 	return 0;
 }

@@ -409,13 +409,14 @@ static void send_child(struct bm_sup *s, int sig)
 		(void)bm_cgroup__signal(s->cg, sig);
 }
 
-int bm_sup__cap(struct bm_sup *s, double cores, const char *reason, double observed)
+int bm_sup__cap(struct bm_sup *s, double cores, unsigned int weight, const char *reason,
+		double observed)
 {
 	int err;
 
 	if (s->phase != BM_SUP_RUNNING)
 		return -ESRCH;
-	err = bm_act_cap(&s->act, cores, reason, observed, s->ops->now_ns());
+	err = bm_act_cap(&s->act, cores, weight, reason, observed, s->ops->now_ns());
 	if (!err)
 		arm_timer(s, 0);
 	return err;
