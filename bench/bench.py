@@ -2006,7 +2006,8 @@ def fairness_table(res):
             lines.append(f"  {t:<9} no complete round")
             continue
         med = {m: {k: median([x[m][k] for x in ss]) for k in ("p50", "p99", "span", "n")} for m in FAIR_MODES}
-        ratio = {m: median([x[m]["p99"] / x["alone"]["p99"] for x in ss]) for m in ("none", "budgets")}
+        ratios = {m: [x[m]["p99"] / x["alone"]["p99"] for x in ss] for m in ("none", "budgets")}
+        ratio = {m: median(v) for m, v in ratios.items()}
         span = {m: median([x[m]["span"] / x["alone"]["span"] for x in ss]) for m in ("none", "budgets")}
         lines.append(f"  {t:<9}{med['alone']['p50']:>7.0f}/{med['alone']['p99']:<6.0f}ms"
                      f"{med['none']['p50']:>7.0f}/{med['none']['p99']:<6.0f}ms{ratio['none']:>8.2f}x"
@@ -2024,9 +2025,11 @@ def fairness_table(res):
                          f"{median([x['cpu'] / x['span'] for x in bs]):.2f} cores; 429s "
                          f"{median([run[m]['refused']['burst'] for run in f['runs']]):.0f}, "
                          f"budget exhaustions {median([run[m]['throttles']['burst'] for run in f['runs']]):.0f}")
-    for t, r, s in verdict:
-        lines.append(f"  {t}: p99 {r:.2f}x, completion {s:.2f}x of alone with budgets: goal <= 1.2x "
-                     + ("met" if r <= 1.2 and s <= 1.2 else "NOT met"))
+        verdict[-1] += (ratios["budgets"], ratios["none"])
+    for t, r, s, rb, rn in verdict:
+        lines.append(f"  {t}: p99 {r:.2f}x [{min(rb):.2f}..{max(rb):.2f}] (no budgets "
+                     f"{median(rn):.2f}x [{min(rn):.2f}..{max(rn):.2f}]), completion {s:.2f}x of alone "
+                     "with budgets: goal <= 1.2x " + ("met" if r <= 1.2 and s <= 1.2 else "NOT met"))
     return lines
 
 
