@@ -2014,7 +2014,7 @@ def fairness_table(res):
                      f"{med['budgets']['p50']:>7.0f}/{med['budgets']['p99']:<6.0f}ms{ratio['budgets']:>8.2f}x"
                      f"   {med['alone']['span']:.1f} / {med['none']['span']:.1f} ({span['none']:.2f}x) / "
                      f"{med['budgets']['span']:.1f} ({span['budgets']:.2f}x)")
-        verdict.append((t, ratio["budgets"], span["budgets"]))
+        verdict.append((t, ratio["budgets"], span["budgets"], ratios["budgets"], ratios["none"]))
     for m in ("none", "budgets"):
         bs = [stats(run, m, "burst") for run in f["runs"]]
         bs = [x for x in bs if x]
@@ -2025,7 +2025,6 @@ def fairness_table(res):
                          f"{median([x['cpu'] / x['span'] for x in bs]):.2f} cores; 429s "
                          f"{median([run[m]['refused']['burst'] for run in f['runs']]):.0f}, "
                          f"budget exhaustions {median([run[m]['throttles']['burst'] for run in f['runs']]):.0f}")
-        verdict[-1] += (ratios["budgets"], ratios["none"])
     for t, r, s, rb, rn in verdict:
         lines.append(f"  {t}: p99 {r:.2f}x [{min(rb):.2f}..{max(rb):.2f}] (no budgets "
                      f"{median(rn):.2f}x [{min(rn):.2f}..{max(rn):.2f}]), completion {s:.2f}x of alone "
