@@ -24,7 +24,7 @@ PKGS := libbpf jansson libcyaml yaml-0.1 sqlite3 libmicrohttpd ncursesw
 CFLAGS ?= -O2 -g
 BM_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE \
 	-Iinclude -Iuser -I$(O)/gen $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-LDLIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lelf -lz
+LDLIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lelf -lz -lm
 ifeq ($(SAN),1)
 BM_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=address,undefined

@@ -361,7 +361,8 @@ class Agent:
     this bench's), kills what is left of them by cgroup, and removes pins it left."""
     n = 0
 
-    def __init__(self, name, max_running=64, max_queued=256, policy=None, nofile=None):
+    def __init__(self, name, max_running=64, max_queued=256, policy=None, nofile=None,
+                 tenant_max_running=None, extra=""):
         Agent.n += 1
         self.name = name
         self.dir = Tmp.path(f"agent-{name}")
@@ -373,8 +374,8 @@ class Agent:
         self.cfg = os.path.join(self.dir, "agent.yaml")
         with open(self.cfg, "w") as fh:
             fh.write(f"max_running: {max_running}\nmax_queued: {max_queued}\n"
-                     f"tenant_max_running: {max_running}\nadmit_cpu_pressure: 100\n"
-                     "admit_mem_available: 0\n")
+                     f"tenant_max_running: {tenant_max_running or max_running}\n"
+                     "admit_cpu_pressure: 100\nadmit_mem_available: 0\n" + extra)
         self.policy, self.nofile, self.p = policy, nofile, None
 
     def start(self):
@@ -1841,6 +1842,7 @@ def table(res, b, meta):
             if idle:
                 lines.append(f"  not run: {', '.join(idle)}")
     lines += neighbours_table(res)
+    lines += fairness_table(res)
     if WARNINGS:
         lines.append("")
         lines += ["warning: " + w for w in WARNINGS]
@@ -1891,7 +1893,9 @@ def neighbours(b, res):
                 eid = f"bmb{os.getpid()}-n{len(rows)}-{r}"
                 st, _ = api(agent.sock, "POST", "/v1/effects",
                             {"id": eid, "argv": cmd, "intent": f"neighbour bench: {name}",
-                             "sandbox": dict(sandbox, timeout_seconds=secs + 10)})
+                             # stress-ng refuses a temp-path it cannot write: "/" is not the
+                             # tenant uid's
+                             "cwd": "/tmp", "sandbox": dict(sandbox, timeout_seconds=secs + 10)})
                 if st not in (201, 202):
                     raise RuntimeError(f"neighbours: {name}: POST {st}")
                 time.sleep(1)
@@ -1917,7 +1921,153 @@ def neighbours_table(res):
     return lines
 
 
-SECTIONS = ("kcost", "tput", "launch", "spikes", "detect", "scale", "neighbours")
+# ---------------------------------------------------------------- fairness
+# Three tenants on one agent (max_running 8, tenant_max_running 4): "burst" submits far
+# beyond its share at once (16 calls of stress-ng --cpu 2 for 4 s: 32 threads' worth on 2
+# CPUs), then "steady1" calls bm-spike (40 ms of CPU) every 0.5 s and "steady2" stress-ng's
+# fft (100 ops) every 0.7 s, from FAIR_STEADY_AT on: by then the burster has spent the burst
+# its budget allows (1 CPU-s), which by design it may take from its neighbours. Three
+# phases, alternated each round: the steady ones alone, beside the burster without budgets
+# (fair admission still orders the starts), and with a CPU budget for the burster. The goal:
+# each steady tenant's p99 and completion within 1.2x of alone with budgets.
+FAIR_TENANTS = ("steady1", "steady2", "burst")
+FAIR_MODES = ("alone", "none", "budgets")
+FAIR_BUDGET = "cpu_seconds: { rate: 0.5, burst: 1 }"
+FAIR_BURST_N = 16
+FAIR_STEADY_AT = 2.0
+
+
+def fair_argv(b, tenant):
+    if tenant == "steady1":
+        return [os.path.join(b, "workloads", "bm-spike"), "40", "40", "1"]
+    if tenant == "steady2":
+        return [shutil.which("stress-ng"), "--cpu", "1", "--cpu-method", "fft", "--cpu-ops", "100",
+                "--quiet"]
+    return [shutil.which("stress-ng"), "--cpu", "2", "--timeout", "4s", "--quiet"]
+
+
+def fair_phase(b, mode, secs, r):
+    """one phase: {tenant: [(latency ms, cpu s, created ms, ended ms)], "refused": {tenant: n}}"""
+    extra = (f"budgets:\n  tenants:\n    - tenant: burst\n      {FAIR_BUDGET}\n"
+             if mode == "budgets" else "")
+    agent = Agent(f"fair-{mode}-{r}", max_running=8, tenant_max_running=4, extra=extra).start()
+    sent, refused = [], {t: 0 for t in FAIR_TENANTS}
+    # (when, tenant): the burster's all at once, then the steady calls over secs
+    plan = [(FAIR_STEADY_AT + i * 0.5, "steady1") for i in range(int(secs / 0.5))]
+    plan += [(FAIR_STEADY_AT + 0.25 + i * 0.7, "steady2") for i in range(int((secs - 0.25) / 0.7))]
+    if mode != "alone":
+        plan += [(0.0, "burst")] * FAIR_BURST_N
+    plan.sort(key=lambda x: x[0])
+    try:
+        t0 = time.monotonic()
+        for k, (at, tenant) in enumerate(plan):
+            time.sleep(max(0.0, t0 + at - time.monotonic()))
+            eid = f"bmb{os.getpid()}-f{mode[0]}{r}-{tenant}-{k}"
+            st, _ = api(agent.sock, "POST", "/v1/effects",
+                        {"id": eid, "tenant": tenant, "argv": fair_argv(b, tenant), "cwd": "/tmp",
+                         "intent": f"fairness bench: {tenant}", "sandbox": {"timeout_seconds": 120}})
+            if st in (201, 202):
+                sent.append((tenant, eid))
+            elif st == 429:
+                refused[tenant] += 1
+            else:
+                raise RuntimeError(f"fairness: POST {tenant} {st}")
+        if not agent.wait_idle(180):
+            warn(f"fairness {mode}: effects still running after 180 s")
+        out = {t: [] for t in FAIR_TENANTS}
+        for tenant, eid in sent:
+            st, e = api(agent.sock, "GET", f"/v1/effects/{eid}?tenant={tenant}")
+            if st != 200 or not e or e.get("state") != "succeeded":
+                warn(f"fairness {mode}: {eid} {st} {e and e.get('state')}")
+                continue
+            end = max([x["at_ms"] for x in e.get("transitions", [])] + [e["updated_ms"]])
+            cpu = ((e.get("outcome") or {}).get("totals") or {}).get("cpu_seconds", 0.0)
+            out[tenant].append((end - e["created_ms"], cpu, e["created_ms"], end))
+        _, selfs = None, {t: api(agent.sock, "GET", f"/v1/tenants/self?tenant={t}")[1] for t in FAIR_TENANTS}
+    finally:
+        agent.stop()
+    out["refused"] = refused
+    out["throttles"] = {t: (selfs.get(t) or {}).get("budgets", {}).get("cpu_seconds", {}).get("exhaustions", 0)
+                        for t in FAIR_TENANTS}
+    return out
+
+
+def fairness(b, res):
+    if not shutil.which("stress-ng"):
+        warn("fairness: stress-ng missing (tools/deps.sh bench): section skipped")
+        return
+    secs, rounds = (6, 1) if QUICK else (10, 3)
+    runs = []
+    for r in range(rounds):
+        phase = {}
+        for mode in rotate(list(FAIR_MODES), r):
+            log(f"fairness round {r + 1}/{rounds}: {mode}")
+            phase[mode] = fair_phase(b, mode, secs, r)
+            for t in FAIR_TENANTS:
+                lat = [x[0] for x in phase[mode][t]]
+                if lat:
+                    log(f"  {t}: {len(lat)} calls, p50 {pctl(lat, 50):.0f} ms, p99 {pctl(lat, 99):.0f} ms")
+        runs.append(phase)
+    res["fairness"] = {"runs": runs, "secs": secs, "rounds": rounds}
+
+
+def fairness_table(res):
+    f = res.get("fairness")
+    if not f:
+        return []
+
+    def stats(run, mode, t):
+        xs = run[mode][t]
+        if not xs:
+            return None
+        lat = [x[0] for x in xs]
+        span = (max(x[3] for x in xs) - min(x[2] for x in xs)) / 1e3
+        return dict(n=len(xs), p50=pctl(lat, 50), p99=pctl(lat, 99), span=span,
+                    cpu=sum(x[1] for x in xs))
+
+    lines = ["", f"fairness: 3 tenants on one agent (max_running 8, tenant_max_running 4), "
+             f"{f['secs']} s of steady calls, median of {f['rounds']} round(s); burst: "
+             f"{FAIR_BURST_N} x stress-ng --cpu 2 --timeout 4s at once, the steady calls from "
+             f"{FAIR_STEADY_AT:.0f} s on; steady1: bm-spike 40 ms every 0.5 s; steady2: stress-ng "
+             f"fft 100 ops every 0.7 s; budgets: burst {FAIR_BUDGET}; goal: steady p99 and "
+             "completion with budgets <= 1.2x alone",
+             f"  {'tenant':<9}{'alone p50/p99':>16}{'no budgets':>16}{'x alone':>9}"
+             f"{'budgets':>16}{'x alone':>9}   completion (s) alone / none / budgets"]
+    verdict = []
+    for t in ("steady1", "steady2"):
+        ss = [{m: stats(run, m, t) for m in FAIR_MODES} for run in f["runs"]]
+        ss = [x for x in ss if all(x.values())]
+        if not ss:
+            lines.append(f"  {t:<9} no complete round")
+            continue
+        med = {m: {k: median([x[m][k] for x in ss]) for k in ("p50", "p99", "span", "n")} for m in FAIR_MODES}
+        ratios = {m: [x[m]["p99"] / x["alone"]["p99"] for x in ss] for m in ("none", "budgets")}
+        ratio = {m: median(v) for m, v in ratios.items()}
+        span = {m: median([x[m]["span"] / x["alone"]["span"] for x in ss]) for m in ("none", "budgets")}
+        lines.append(f"  {t:<9}{med['alone']['p50']:>7.0f}/{med['alone']['p99']:<6.0f}ms"
+                     f"{med['none']['p50']:>7.0f}/{med['none']['p99']:<6.0f}ms{ratio['none']:>8.2f}x"
+                     f"{med['budgets']['p50']:>7.0f}/{med['budgets']['p99']:<6.0f}ms{ratio['budgets']:>8.2f}x"
+                     f"   {med['alone']['span']:.1f} / {med['none']['span']:.1f} ({span['none']:.2f}x) / "
+                     f"{med['budgets']['span']:.1f} ({span['budgets']:.2f}x)")
+        verdict.append((t, ratio["budgets"], span["budgets"], ratios["budgets"], ratios["none"]))
+    for m in ("none", "budgets"):
+        bs = [stats(run, m, "burst") for run in f["runs"]]
+        bs = [x for x in bs if x]
+        if bs:
+            lines.append(f"  burst, {'no budgets' if m == 'none' else 'budgets':<10}: "
+                         f"{median([x['n'] for x in bs]):.0f} calls done, {median([x['cpu'] for x in bs]):.1f} CPU-s "
+                         f"in {median([x['span'] for x in bs]):.1f} s = "
+                         f"{median([x['cpu'] / x['span'] for x in bs]):.2f} cores; 429s "
+                         f"{median([run[m]['refused']['burst'] for run in f['runs']]):.0f}, "
+                         f"budget exhaustions {median([run[m]['throttles']['burst'] for run in f['runs']]):.0f}")
+    for t, r, s, rb, rn in verdict:
+        lines.append(f"  {t}: p99 {r:.2f}x [{min(rb):.2f}..{max(rb):.2f}] (no budgets "
+                     f"{median(rn):.2f}x [{min(rn):.2f}..{max(rn):.2f}]), completion {s:.2f}x of alone "
+                     "with budgets: goal <= 1.2x " + ("met" if r <= 1.2 and s <= 1.2 else "NOT met"))
+    return lines
+
+
+SECTIONS = ("kcost", "tput", "launch", "spikes", "detect", "scale", "neighbours", "fairness")
 
 
 def on_signal(sig, frame):
@@ -1962,7 +2112,8 @@ def main():
         # scale last: 10,000 processes ending leave the machine busy for a while (reclaim,
         # kdamond), which moved the kernel-cost ratios when kcost came after it
         for name, fn in (("tput", tput), ("launch", launch), ("spikes", spikes),
-                         ("detect", detect), ("neighbours", neighbours), ("kcost", kcost),
+                         ("detect", detect), ("neighbours", neighbours), ("fairness", fairness),
+                         ("kcost", kcost),
                          ("scale", scale)):
             if name not in a.sections:
                 continue

@@ -13,7 +13,7 @@ FUZZ_PKGS := jansson libcyaml yaml-0.1
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE \
 	-Iinclude -Iuser -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer $(shell $(PKG_CONFIG) --cflags $(FUZZ_PKGS) 2>/dev/null)
-FUZZ_LIBS := $(shell $(PKG_CONFIG) --libs $(FUZZ_PKGS) 2>/dev/null)
+FUZZ_LIBS := $(shell $(PKG_CONFIG) --libs $(FUZZ_PKGS) 2>/dev/null) -lm
 
 FUZZ_TARGETS := request parse cidr policy config client
 fuzz_src_request := agent/request agent/request_sandbox agent/request_field base/parse base/cidr \
@@ -21,8 +21,8 @@ fuzz_src_request := agent/request agent/request_sandbox agent/request_field base
 fuzz_src_parse := base/parse
 fuzz_src_cidr := base/cidr base/parse
 fuzz_src_policy := effect/policy_yaml effect/policy base/yamldoc base/parse
-fuzz_src_config := agent/config base/yamldoc base/parse base/cgroup_node base/mountinfo \
-	base/cgroup base/common
+fuzz_src_config := agent/config agent/budget base/yamldoc base/parse base/cgroup_node \
+	base/mountinfo base/cgroup base/common
 fuzz_src_client := cli/client
 FUZZ_BINS := $(patsubst %,$(O)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 

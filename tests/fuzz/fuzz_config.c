@@ -22,6 +22,18 @@ static void check_path(const char *key, const char *p, size_t size)
 	CHECK(!*p || *p == '/', "%s '%s' is not absolute", key, p);
 }
 
+/* A budget as the agent may use it: a weight > 0, and each bucket none, or a rate within its burst. */
+static void check_budget(const char *who, const struct bm_budget_cfg *b)
+{
+	int d;
+
+	CHECK(b->weight > 0 && b->weight <= 1000, "%s: weight %g", who, b->weight);
+	for (d = 0; d < BM_BUD__MAX; d++)
+		CHECK(b->b[d].rate == 0 ? b->b[d].burst == 0
+					: b->b[d].rate > 0 && b->b[d].burst >= b->b[d].rate,
+		      "%s: %s rate %g burst %g", who, bm_budget_name(d), b->b[d].rate, b->b[d].burst);
+}
+
 static void check_cfg(const struct bm_agent_cfg *c)
 {
 	unsigned int i;
@@ -53,6 +65,16 @@ static void check_cfg(const struct bm_agent_cfg *c)
 		CHECK(bm_valid_name(c->tenants[i].tenant) && c->tenants[i].uid != (uid_t)-1,
 		      "tenants[%u]: uid %u, '%s'", i, (unsigned int)c->tenants[i].uid,
 		      c->tenants[i].tenant);
+	CHECK(c->pressure_action == BM_PRESSURE_PAUSE || c->pressure_action == BM_PRESSURE_THROTTLE_TOP,
+	      "pressure_action %d", (int)c->pressure_action);
+	check_path("admit_cpu_pressure_file", c->admit_cpu_pressure_file,
+		   sizeof(c->admit_cpu_pressure_file));
+	CHECK(c->n_budgets <= BM_AGENT_MAX_TENANTS, "n_budgets %u", c->n_budgets);
+	check_budget("budgets.default", &c->budget);
+	for (i = 0; i < c->n_budgets; i++) {
+		CHECK(bm_valid_name(c->budgets[i].tenant), "budgets[%u] '%s'", i, c->budgets[i].tenant);
+		check_budget(c->budgets[i].tenant, &c->budgets[i].b);
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -291,14 +291,17 @@ static void test_agent_bad_requests(void **state)
 	finish(state);
 }
 
-/* The queue is bounded: past it, 429 with Retry-After. */
+/*
+ * The queue is bounded: past it, 429 with Retry-After. A tenant alone may
+ * hold half of it (the rest is room for another: tests/integration/test_budgets.c).
+ */
 static void test_agent_queue_full(void **state)
 {
 	char id[16];
 	json_t *e = NULL;
 	int i;
 
-	agent_start("1", "2");
+	agent_start("1", "4");
 	assert_int_equal(call("POST", "/v1/effects", launch_req("q0", "bm-sleeper", "30000", NULL), &e), 201);
 	for (i = 1; i <= 2; i++) {
 		json_decref(e);

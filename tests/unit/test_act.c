@@ -387,11 +387,104 @@ static void test_act_records_at_most_max(void **state)
 	assert_true(f.a.frozen_ns == (BM_MAX_ACTIONS + 6) / 2 * MS);
 }
 
+/* A cap from outside the ladder (the agent's budgets): cpu.max, recorded, lifted to the ceiling. */
+static void test_act_cap_writes_and_lifts(void **state)
+{
+	f.lim.cpu_milli = 1500;
+	assert_int_equal(bm_act_cap(&f.a, 0.4, 1, "cpu_seconds_budget", -2.5, T0 + 100 * MS), 0);
+	assert_string_equal(knob_take(f.dir, "cpu.max"), "40000 100000");
+	/* and it yields to its siblings */
+	assert_string_equal(knob_take(f.dir, "cpu.weight"), "1");
+	assert_true(f.a.capped);
+	assert_action(0, 100, "throttle", "cpu_seconds_budget", -2.5, 0.4);
+	/* the same cap again: nothing written, nothing recorded */
+	assert_int_equal(bm_act_cap(&f.a, 0.4, 1, "cpu_seconds_budget", -2, T0 + 120 * MS), 0);
+	assert_string_equal(knob_take(f.dir, "cpu.max"), "");
+	assert_string_equal(knob_take(f.dir, "cpu.weight"), "");
+	assert_int_equal(f.out.n_actions, 1);
+	/* tighter: a tiny share is still a quota cpu.max takes (1 ms in 100); a new level, no record */
+	assert_int_equal(bm_act_cap(&f.a, 0.001, 1, "cpu_seconds_budget", -3, T0 + 150 * MS), 0);
+	assert_string_equal(knob_take(f.dir, "cpu.max"), "1000 100000");
+	assert_int_equal(f.out.n_actions, 1);
+	/* lifted: back to the ceiling, and the unthrottle names the cap it lifts; still yielding */
+	assert_int_equal(bm_act_cap(&f.a, 0, 1, "cpu_seconds_budget", 1, T0 + 350 * MS), 0);
+	assert_string_equal(knob_take(f.dir, "cpu.max"), "150000 100000");
+	assert_string_equal(knob_take(f.dir, "cpu.weight"), "");
+	assert_false(f.a.capped);
+	assert_action(1, 350, "unthrottle", "cpu_seconds_budget", 1, 0.01);
+	/* and back to the default weight */
+	assert_int_equal(bm_act_cap(&f.a, 0, 0, "cpu_seconds_budget", 1, T0 + 400 * MS), 0);
+	assert_string_equal(knob_take(f.dir, "cpu.weight"), "100");
+	assert_int_equal(f.out.n_actions, 2);
+	bm_act_finish(&f.a, T0 + 500 * MS);
+	assert_true(f.out.throttled_s == 0.25);
+}
+
+/* On a v1 twin: cfs_quota_us and cpu.shares (weight x 1024 / 100, at least 2). */
+static void test_act_cap_on_v1(void **state)
+{
+	const char *v1 = fake_path("%s/v1cpu", f.root);
+
+	fake_mkdirs(v1);
+	fake_files(v1, fake_v1_files[BM_V1_CPU]);
+	f.ceil.v2_cpu = false;
+	f.ceil.v1_cpu_dirfd = open(v1, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(f.ceil.v1_cpu_dirfd >= 0);
+	assert_int_equal(bm_act_cap(&f.a, 0.25, 1, "node_pressure", 1.5, T0), 0);
+	assert_string_equal(knob_take(v1, "cpu.cfs_quota_us"), "25000");
+	assert_string_equal(knob_take(v1, "cpu.shares"), "10");
+	assert_int_equal(bm_act_cap(&f.a, 0, 0, "node_pressure", 0.1, T0 + 10 * MS), 0);
+	assert_string_equal(knob_take(v1, "cpu.cfs_quota_us"), "-1");
+	assert_string_equal(knob_take(v1, "cpu.shares"), "1024");
+	close(f.ceil.v1_cpu_dirfd);
+	f.ceil.v1_cpu_dirfd = -1;
+}
+
+/* The cap and the ladder: the lower holds, and the ladder's unthrottle goes back to the cap. */
+static void test_act_cap_and_ladder_take_the_lower(void **state)
+{
+	assert_int_equal(bm_act_cap(&f.a, 0.5, 0, "node_pressure", 1.9, T0), 0);
+	assert_string_equal(knob_take(f.dir, "cpu.max"), "50000 100000");
+	assert_string_equal(knob_take(f.dir, "cpu.weight"), "");
+	act(BM_ACT_THROTTLE, BM_P_CPU, 1.8, 0.25, "policy", T0 + 100 * MS);
+	assert_string_equal(knob_take(f.dir, "cpu.max"), "25000 100000");
+	act(BM_ACT_UNTHROTTLE, BM_P_CPU, 0.1, 0.25, "policy", T0 + 200 * MS);
+	assert_string_equal(knob_take(f.dir, "cpu.max"), "50000 100000");
+	/* a ladder throttle above the cap: the cap holds */
+	act(BM_ACT_THROTTLE, BM_P_CPU, 1.8, 1.5, "policy", T0 + 300 * MS);
+	assert_string_equal(knob_take(f.dir, "cpu.max"), "50000 100000");
+	/* the cap lifted while the ladder throttles: the ladder's level, not none */
+	assert_int_equal(bm_act_cap(&f.a, 0, 0, "node_pressure", 0.2, T0 + 400 * MS), 0);
+	assert_string_equal(knob_take(f.dir, "cpu.max"), "150000 100000");
+	act(BM_ACT_UNTHROTTLE, BM_P_CPU, 0.1, 1.5, "policy", T0 + 500 * MS);
+	assert_string_equal(knob_take(f.dir, "cpu.max"), "max 100000");
+	bm_act_finish(&f.a, T0 + 600 * MS);
+	/* throttled from 0 to 500 ms, by one or the other: counted once */
+	assert_true(f.out.throttled_s == 0.5);
+}
+
+/* No CPU controller for the effect: nothing to cap with, nothing done; and an ended effect. */
+static void test_act_cap_without_controller(void **state)
+{
+	no_controllers();
+	assert_int_equal(bm_act_cap(&f.a, 0.5, 1, "cpu_seconds_budget", 0, T0), -EOPNOTSUPP);
+	assert_string_equal(knob_take(f.dir, "cpu.max"), "");
+	assert_false(f.a.capped);
+	assert_int_equal(f.out.n_actions, 0);
+	f.ceil.v2_cpu = true;
+	f.a.ended = true;
+	assert_int_equal(bm_act_cap(&f.a, 0.5, 1, "cpu_seconds_budget", 0, T0), -EALREADY);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_act_throttle_cpu_writes_cpu_max),
+		T(test_act_cap_writes_and_lifts),
+		T(test_act_cap_on_v1),
+		T(test_act_cap_and_ladder_take_the_lower),
+		T(test_act_cap_without_controller),
 		T(test_act_throttle_memory_writes_memory_high),
 		T(test_act_unthrottle_restores),
 		T(test_act_duty_cycle_toggles_for_share),

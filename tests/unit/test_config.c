@@ -86,12 +86,81 @@ static void test_config_error_is_one_printable_line(void **state)
 	assert_error_at("max_runing: 3\n", 1, 1, "Unexpected key: max_runing");
 }
 
+/* budgets: the defaults, and a tenant's own over them (what it does not name, it inherits) */
+static void test_config_budgets(void **state)
+{
+	const struct bm_budget_cfg *b;
+
+	assert_int_equal(parse("pressure_action: throttle_top\n"
+			       "budgets:\n"
+			       "  half_life: 30s\n"
+			       "  default:\n"
+			       "    cpu_seconds: { rate: 0.5, burst: 10 }\n"
+			       "    memory_gib_seconds: { rate: 2, burst: 120.5 }\n"
+			       "    net_tx_bytes: { rate: 10Mi, burst: 100Mi }\n"
+			       "    launches: { rate: 5, burst: 20 }\n"
+			       "  tenants:\n"
+			       "    - tenant: acme\n"
+			       "      weight: 2.5\n"
+			       "      cpu_seconds: { rate: 2, burst: 40 }\n"
+			       "    - { tenant: globex, io_bytes: { rate: 1Gi, burst: 1Gi } }\n"),
+			 0);
+	assert_int_equal(c.pressure_action, BM_PRESSURE_THROTTLE_TOP);
+	assert_true(c.fair_half_life_ns == 30 * BM_NSEC_PER_SEC);
+	b = bm_agent_cfg_budget(&c, "someone");
+	assert_true(b == &c.budget);
+	assert_true(b->weight == 1);
+	assert_true(b->b[BM_BUD_CPU].rate == 0.5 && b->b[BM_BUD_CPU].burst == 10);
+	assert_true(b->b[BM_BUD_MEM].rate == 2 && b->b[BM_BUD_MEM].burst == 120.5);
+	assert_true(b->b[BM_BUD_NET].rate == 10 << 20 && b->b[BM_BUD_NET].burst == 100 << 20);
+	assert_true(b->b[BM_BUD_IO].rate == 0);
+	assert_true(b->b[BM_BUD_LAUNCH].rate == 5 && b->b[BM_BUD_LAUNCH].burst == 20);
+	b = bm_agent_cfg_budget(&c, "acme");
+	assert_true(b->weight == 2.5);
+	assert_true(b->b[BM_BUD_CPU].rate == 2 && b->b[BM_BUD_CPU].burst == 40);
+	assert_true(b->b[BM_BUD_MEM].rate == 2); /* inherited */
+	b = bm_agent_cfg_budget(&c, "globex");
+	assert_true(b->b[BM_BUD_IO].rate == 1 << 30 && b->b[BM_BUD_CPU].rate == 0.5);
+	/* the embedded defaults: no budget at all, weight 1, pause */
+	assert_int_equal(parse(""), 0);
+	assert_int_equal(c.pressure_action, BM_PRESSURE_PAUSE);
+	assert_true(c.budget.weight == 1 && c.budget.b[BM_BUD_CPU].rate == 0 && !c.n_budgets);
+}
+
+static void test_config_budget_errors_say_where(void **state)
+{
+	assert_error_at("budgets:\n  default:\n    cpu_seconds: { rate: fast, burst: 10 }\n", 3, 26,
+			"invalid budgets.default.cpu_seconds.rate 'fast': expected CPU-seconds");
+	assert_error_at("budgets:\n  default:\n    cpu_seconds: { rate: 1 }\n", 3, 18,
+			"invalid budgets.default.cpu_seconds: expected both a rate and a burst");
+	assert_error_at("budgets:\n  default:\n    cpu_seconds: { rate: 2, burst: 1 }\n", 3, 36,
+			"invalid budgets.default.cpu_seconds.burst '1': expected at least one second");
+	assert_error_at("budgets:\n  default:\n    net_tx_bytes: { rate: -1, burst: 1 }\n", 3, 27,
+			"invalid budgets.default.net_tx_bytes.rate '-1': expected a size");
+	assert_error_at("budgets:\n  tenants:\n    - { tenant: a }\n    - { tenant: a }\n", 4, 17,
+			"invalid budgets.tenants.#1.tenant 'a': named twice");
+	assert_error_at("budgets:\n  tenants:\n    - { weight: 2 }\n", 3, 7,
+			"invalid budgets.tenants.#0: expected a tenant: NAME");
+	assert_error_at("budgets:\n  tenants:\n    - { tenant: ../x }\n", 3, 17,
+			"invalid budgets.tenants.#0.tenant '../x': expected the tenant's name");
+	assert_error_at("budgets:\n  tenants:\n    - { tenant: a, weight: 0 }\n", 3, 28,
+			"invalid budgets.tenants.#0.weight '0': expected a decimal");
+	assert_error_at("budgets:\n  default: { tenant: a }\n", 2, 22,
+			"only an entry of budgets.tenants names a tenant");
+	assert_error_at("budgets:\n  half_life: 0s\n", 2, 14, "invalid budgets.half_life '0s'");
+	assert_error_at("budgets:\n  default:\n    cpu: { rate: 1, burst: 1 }\n", 3, 5,
+			"Unexpected key: cpu");
+	assert_error_at("pressure_action: kill\n", 1, 18, "invalid pressure_action 'kill'");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config_loads),
 		cmocka_unit_test(test_config_socket_mode),
 		cmocka_unit_test(test_config_error_is_one_printable_line),
+		cmocka_unit_test(test_config_budgets),
+		cmocka_unit_test(test_config_budget_errors_say_where),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

@@ -113,6 +113,17 @@ static int check_text(const char *text, bool om, bool promtool)
 	return rc;
 }
 
+/* acme over its CPU budget: 12.5 CPU-s used, a quarter of its burst in debt, held and capped */
+static const struct bm_export_tenant acme = {
+	.used = { 12.5, 3221225472.0, 4096, 0, 2 },
+	.remaining = { -0.25, NAN, NAN, NAN, NAN },
+	.exhausted = { 1 },
+	.exhaustions = { 1 },
+	.refused = { 3, 0, 0, 0, 0, 1 },
+	.throttles = { 1 },
+	.throttled = 1, .running = 2, .queued = 1, .pressure_share = 0.75,
+};
+
 static void tiny_registry(struct bm_export *e)
 {
 	static const struct bm_export_pod pods[] = {
@@ -131,6 +142,8 @@ static void tiny_registry(struct bm_export *e)
 	bm_export__ended(e, "acme", "pytest", "completed");
 	bm_export__action(e, "acme", "pytest", "throttle", "cpu_ceiling");
 	bm_export__node(e, &n);
+	bm_export__tenants_reset(e);
+	bm_export__tenant(e, "acme", &acme);
 }
 
 #define L "{tenant=\"acme\",tool=\"pytest\""
@@ -143,6 +156,15 @@ static void tiny_registry(struct bm_export *e)
 #define NODE(name, type, help, v) "# HELP burstmeter_" name " " help "\n# TYPE burstmeter_" \
 	name " " type "\nburstmeter_" name " " v "\n"
 #define CPU_HELP "CPU use, in cores (CPU time / window)."
+#define THEAD(name, type, help) \
+	"# HELP burstmeter_" name " " help "\n# TYPE burstmeter_" name " " type "\n"
+#define TEN1(name, type, help, v) \
+	THEAD(name, type, help) "burstmeter_" name "{tenant=\"acme\"} " v "\n"
+#define TLAB(name, label, lv, v) "burstmeter_" name "{tenant=\"acme\"," label "=\"" lv "\"} " v "\n"
+#define BUDGETS(name, label, cpu, mem, net, io, launches) \
+	TLAB(name, label, "cpu_seconds", cpu) TLAB(name, label, "memory_gib_seconds", mem) \
+	TLAB(name, label, "net_tx_bytes", net) TLAB(name, label, "io_bytes", io) \
+	TLAB(name, label, "launches", launches)
 
 static const char golden[] =
 	WIN("cpu_cores", CPU_HELP)
@@ -173,6 +195,37 @@ static const char golden[] =
 	"# HELP burstmeter_actions_total Steps the ladder took, by step and reason.\n"
 	"# TYPE burstmeter_actions_total counter\n"
 	"burstmeter_actions_total" L ",step=\"throttle\",reason=\"cpu_ceiling\"} 1\n"
+	TEN1("tenant_cpu_seconds_total", "counter",
+	     "CPU time of the tenant's effects, charged as windows close.", "12.5")
+	TEN1("tenant_memory_byte_seconds_total", "counter",
+	     "Resident memory the tenant's effects held, times seconds.", "3221225472")
+	TEN1("tenant_net_tx_bytes_total", "counter",
+	     "Bytes the tenant's effects sent on inet sockets.", "4096")
+	TEN1("tenant_io_bytes_total", "counter",
+	     "Bytes of I/O of the tenant's effects (0 until the meter has I/O).", "0")
+	TEN1("tenant_launches_total", "counter", "Effects of the tenant admitted.", "2")
+	THEAD("tenant_budget_remaining_ratio", "gauge",
+	      "Tokens left in a budget's bucket over its burst (below 0: debt).")
+	TLAB("tenant_budget_remaining_ratio", "budget", "cpu_seconds", "-0.25")
+	THEAD("tenant_budget_exhausted", "gauge",
+	      "1 while a budget is exhausted: queued calls held, POSTs refused.")
+	BUDGETS("tenant_budget_exhausted", "budget", "1", "0", "0", "0", "0")
+	THEAD("tenant_budget_exhaustions_total", "counter", "Times a budget became exhausted.")
+	BUDGETS("tenant_budget_exhaustions_total", "budget", "1", "0", "0", "0", "0")
+	THEAD("tenant_refusals_total", "counter",
+	      "Submissions refused with 429, by the budget or the queue share.")
+	BUDGETS("tenant_refusals_total", "reason", "3", "0", "0", "0", "0")
+	TLAB("tenant_refusals_total", "reason", "queue_share", "1")
+	THEAD("tenant_throttles_total", "counter",
+	      "CPU caps put on the tenant's running effects, by cause.")
+	BUDGETS("tenant_throttles_total", "cause", "1", "0", "0", "0", "0")
+	TLAB("tenant_throttles_total", "cause", "node_pressure", "0")
+	TEN1("tenant_throttled", "gauge",
+	     "1 while the tenant's running effects are held to a CPU cap.", "1")
+	TEN1("tenant_running", "gauge", "Effects of the tenant running now.", "2")
+	TEN1("tenant_queued", "gauge", "Effects of the tenant waiting for admission.", "1")
+	TEN1("tenant_pressure_share", "gauge",
+	     "The tenant's share of the CPU effects used in the last second.", "0.75")
 	NODE("effects_running", "gauge", "Effects running now.", "3")
 	NODE("effects_queued", "gauge", "Effects waiting for admission.", "1")
 	NODE("meter_lost_records_total", "counter", "Ring-buffer records lost.", "0")
@@ -182,6 +235,9 @@ static const char golden[] =
 	NODE("bpf_run_seconds_total", "counter", "CPU time of our BPF code.", "1.5")
 	NODE("bpf_runs_total", "counter", "Runs of our BPF programs.", "42")
 	NODE("export_dropped_total", "counter", "Updates invalid or lost (ENOMEM).", "0")
+	NODE("node_over_pressure", "gauge", "1 while the node is beyond its admission bounds.", "0")
+	NODE("node_pressure_episodes_total", "counter",
+	     "Times the node went beyond its admission bounds.", "0")
 	"# HELP burstmeter_pod_effects_running Tool calls running now, by the pod container that made them.\n"
 	"# TYPE burstmeter_pod_effects_running gauge\n"
 	"burstmeter_pod_effects_running{tenant=\"pod-\\\"x\\\"\",pod_uid=\"0f0e0d0c-1111-4222-8333-444455556666\","
@@ -374,7 +430,43 @@ static void test_export_folds_past_caps_into_other(void **state)
 				 "reason=\"completed\"}") == 1);
 	assert_null(strstr(out, "tenant=\"c\""));
 	assert_null(strstr(out, "tool=\"y\""));
-	assert_int_equal(count_samples(out), 5 + 9);	/* 5 counters, 9 node-wide */
+	assert_int_equal(count_samples(out), 5 + 11);	/* 5 counters, 11 node-wide */
+	free(out);
+	bm_export__free(e);
+}
+
+/* Tenants past the cap add up in "other": counts summed, the lowest remaining, any exhausted. */
+static void test_export_tenant_rows_fold_into_other(void **state)
+{
+	struct bm_export_tenant v = { .remaining = { 0.5, NAN, NAN, NAN, NAN }, .running = 1 };
+	struct bm_export *e = bm_export__new(1, 1);
+	char *out;
+
+	v.used[BM_BUD_CPU] = 2;
+	bm_export__tenant(e, "a", &v);
+	bm_export__tenant(e, "b", &v);	/* past the cap: "other" */
+	v.remaining[BM_BUD_CPU] = -1;
+	v.exhausted[BM_BUD_CPU] = 1;
+	bm_export__tenant(e, "c", &v);	/* and into "other" too */
+	out = render(e, false);
+	assert_true(sample(out, "burstmeter_tenant_cpu_seconds_total{tenant=\"a\"}") == 2);
+	assert_true(sample(out, "burstmeter_tenant_cpu_seconds_total{tenant=\"other\"}") == 4);
+	assert_true(sample(out, "burstmeter_tenant_running{tenant=\"other\"}") == 2);
+	assert_true(sample(out, "burstmeter_tenant_budget_remaining_ratio{tenant=\"other\","
+				 "budget=\"cpu_seconds\"}") == -1);
+	assert_true(sample(out, "burstmeter_tenant_budget_exhausted{tenant=\"other\","
+				 "budget=\"cpu_seconds\"}") == 1);
+	assert_null(strstr(out, "tenant=\"b\""));
+	/* every family: 36 series a tenant less the 4 remaining shares without a budget */
+	assert_int_equal(count_samples(out), 2 * (36 - 4) + 11);
+	free(out);
+	/* a scrape sets them afresh: the counters are the agent's, not summed across scrapes */
+	bm_export__tenants_reset(e);
+	bm_export__tenant(e, "a", &v);
+	out = render(e, false);
+	assert_true(sample(out, "burstmeter_tenant_cpu_seconds_total{tenant=\"a\"}") == 2);
+	assert_null(strstr(out, "tenant=\"other\""));
+	assert_int_equal(check_text(out, false, true), 0);
 	free(out);
 	bm_export__free(e);
 }
@@ -435,7 +527,7 @@ static void realistic(struct bm_export *e, unsigned int effects, unsigned int to
 		{ "pod-1a2b3c4d-2222-4333-8444-555566667777", "1a2b3c4d-2222-4333-8444-555566667777",
 		  "2222bbbb", 1 },
 	};
-	struct bm_export_node n = { 7, 2, 1, 0, 3, 123456789, 9999, 4242, pods, 2 };
+	struct bm_export_node n = { 7, 2, 1, 0, 3, 123456789, 9999, 4242, true, 3, pods, 2 };
 	uint64_t h[BM_HIST_BUCKETS];
 	char tool[32], id[32];
 	unsigned int i, d, k;
@@ -458,6 +550,22 @@ static void realistic(struct bm_export *e, unsigned int effects, unsigned int to
 			bm_export__action(e, t, tool, steps[i % 4], reasons[(i / 5) % 4]);
 	}
 	bm_export__node(e, &n);
+	/* each tenant's budgets: past max_tenants they fold into "other" */
+	bm_export__tenants_reset(e);
+	for (i = 0; i < 4; i++) {
+		struct bm_export_tenant v = { .running = i, .queued = 2 * i, .throttled = i == 1,
+					      .pressure_share = 0.25 };
+
+		for (d = 0; d < BM_BUD__MAX; d++) {
+			v.used[d] = 1.5 * (i + 1) * (d + 1);
+			v.remaining[d] = d == BM_BUD_CPU ? 0.5 - i : NAN;
+			v.exhausted[d] = d == BM_BUD_CPU && i > 0;
+			v.exhaustions[d] = i;
+		}
+		for (d = 0; d <= BM_BUD__MAX; d++)
+			v.refused[d] = v.throttles[d] = i + d;
+		bm_export__tenant(e, tenants[i], &v);
+	}
 }
 
 static void test_export_realistic_registry_passes_checkers(void **state)
@@ -519,10 +627,12 @@ static void test_export_invalid_updates_are_counted(void **state)
 	bm_export__ended(NULL, "t", "x", "completed");
 	bm_export__action(NULL, "t", "x", "kill", "deadline");
 	bm_export__node(NULL, NULL);
+	bm_export__tenant(NULL, "t", NULL);
+	bm_export__tenants_reset(NULL);
 	bm_export__free(NULL);
 	out = render(e, false);
 	assert_true(sample(out, "burstmeter_export_dropped_total") == 4);
-	assert_int_equal(count_samples(out), 9);	/* nothing else was recorded */
+	assert_int_equal(count_samples(out), 11);	/* nothing else was recorded */
 	free(out);
 	assert_int_equal(bm_export__render(NULL, false, &out, &len), -EINVAL);
 	bm_export__free(e);
@@ -575,6 +685,7 @@ int main(void)
 		cmocka_unit_test(test_export_windows_never_under_report),
 		cmocka_unit_test(test_export_peak_buckets_are_inclusive),
 		cmocka_unit_test(test_export_folds_past_caps_into_other),
+		cmocka_unit_test(test_export_tenant_rows_fold_into_other),
 		cmocka_unit_test(test_export_escapes_label_values),
 		cmocka_unit_test(test_export_realistic_registry_passes_checkers),
 		cmocka_unit_test(test_export_checker_refuses_broken_text),

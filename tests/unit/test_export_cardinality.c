@@ -4,7 +4,8 @@
  * distinct ids, 50 tool kinds and 5 tenants, under max_tenants 3 and
  * max_tools 20, render exactly the series bound documented in export.c,
  *
- *   406 * (max_tenants + 1) * (max_tools + 1) + 9  =  406 * 4 * 21 + 9  =  34,113,
+ *   406 * (max_tenants + 1) * (max_tools + 1) + 36 * (max_tenants + 1) + 11
+ *     =  406 * 4 * 21 + 36 * 4 + 11  =  34,259,
  *
  * no more after 5,000 more effects of new tenants, tools and ids, and
  * the effect ids appear only as OpenMetrics exemplars, never as labels.
@@ -12,10 +13,10 @@
  * The input is the worst case: every label value set is pushed past its
  * cap (tenants, tools; reasons past 16 and ladder steps past 8 with names
  * beyond the real ones), and every (tenant, tool) pair after folding gets
- * every dimension, every reason and every (step, reason) pair, so each
- * term of the bound is reached. The render time is printed, not asserted
- * (sanitizers and loaded machines vary; the agent's scrape time is in the
- * bench).
+ * every dimension, every reason and every (step, reason) pair, and every
+ * tenant a budget in each dimension, so each term of the bound is
+ * reached. The render time is printed, not asserted (sanitizers and loaded
+ * machines vary; the agent's scrape time is in the bench).
  */
 #include <errno.h>
 #include <math.h>
@@ -68,10 +69,38 @@ static const struct {
 	[BM_DIM_PIDS] = { "pids", 16 + 1 + 1 },
 };
 
-/* The documented bound: 406 * (max_tenants + 1) * (max_tools + 1) + 9. */
+/* The documented bound: 406 * (max_tenants + 1) * (max_tools + 1) + 36 * (max_tenants + 1) + 11. */
 static unsigned long bound(unsigned int max_tenants, unsigned int max_tools)
 {
-	return 406UL * (max_tenants + 1) * (max_tools + 1) + 9;
+	return 406UL * (max_tenants + 1) * (max_tools + 1) + 36UL * (max_tenants + 1) + 11;
+}
+
+/*
+ * Every tenant of a stream (prefix) with a budget in every dimension, as
+ * before a scrape; reset: the scrape's first (the agent sets every tenant
+ * it knows each time).
+ */
+static void feed_tenants(struct bm_export *e, const char *prefix, bool reset)
+{
+	char tenant[32];
+	unsigned int i, d;
+
+	if (reset)
+		bm_export__tenants_reset(e);
+	for (i = 0; i < TENANTS; i++) {
+		struct bm_export_tenant v = { .running = i, .queued = 1, .throttled = i & 1 };
+
+		for (d = 0; d < BM_BUD__MAX; d++) {
+			v.used[d] = 1e3 * (i + d);
+			v.remaining[d] = 0.5 - 0.25 * i;
+			v.exhausted[d] = i > 1;
+			v.exhaustions[d] = i;
+		}
+		for (d = 0; d <= BM_BUD__MAX; d++)
+			v.refused[d] = v.throttles[d] = i + d;
+		snprintf(tenant, sizeof(tenant), "%s%s", prefix, tenants[i]);
+		bm_export__tenant(e, tenant, &v);
+	}
 }
 
 /*
@@ -127,7 +156,7 @@ static int cmp_str(const void *a, const void *b)
 struct census {
 	unsigned long series, exemplars;
 	unsigned long hist[2][BM_DIM__MAX];	/* [peak][dim]: _bucket, _sum and _count */
-	unsigned long effects, actions, node;
+	unsigned long effects, actions, tenant, node;
 };
 
 /*
@@ -178,6 +207,7 @@ static void census(char *text, bool om, struct census *c)
 			}
 		c->effects += !strncmp(line, "burstmeter_effects_total{", 25);
 		c->actions += !strncmp(line, "burstmeter_actions_total{", 25);
+		c->tenant += !strncmp(line, "burstmeter_tenant_", 18);
 		c->node += !strchr(line, '{');
 	}
 	qsort(keys, n, sizeof(*keys), cmp_str);
@@ -202,7 +232,8 @@ static void check_census(const struct census *c, bool om)
 					 dims[d].buckets);
 	assert_int_equal(c->effects, pairs * (MAX_REASONS + 1));
 	assert_int_equal(c->actions, pairs * (MAX_STEPS + 1) * (MAX_REASONS + 1));
-	assert_int_equal(c->node, 9);
+	assert_int_equal(c->tenant, 36 * (MAX_TENANTS + 1));
+	assert_int_equal(c->node, 11);
 	assert_int_equal(c->series, bound(MAX_TENANTS, MAX_TOOLS));
 	/* at most one exemplar per peak bucket, and none in 0.0.4 text */
 	if (om)
@@ -256,6 +287,7 @@ static void test_export_cardinality_bound(void **state)
 
 	assert_non_null(e);
 	feed(e, 0, EFFECTS, "");
+	feed_tenants(e, "", true);
 	for (om = 0; om < 2; om++) {
 		best[om] = INFINITY;
 		for (r = 0; r < 5; r++) {
@@ -278,9 +310,11 @@ static void test_export_cardinality_bound(void **state)
 		if (om)
 			assert_non_null(strstr(out, "# {effect_id=\"eff-"));
 		check_text(out, om);
-		printf("# %s: %d effects, %d tools, %zu tenants, caps %d/%d: bound 406 x %d x %d + 9 = %lu\n",
-		       om ? "openmetrics" : "prometheus 0.0.4", EFFECTS, TOOLS, TENANTS, MAX_TENANTS,
-		       MAX_TOOLS, MAX_TENANTS + 1, MAX_TOOLS + 1, bound(MAX_TENANTS, MAX_TOOLS));
+		printf("# %s: %d effects, %d tools, %zu tenants, caps %d/%d: "
+		       "bound 406 x %d x %d + 36 x %d + 11 = %lu\n",
+		       om ? "openmetrics" : "prometheus 0.0.4", EFFECTS, TOOLS, TENANTS,
+		       MAX_TENANTS, MAX_TOOLS, MAX_TENANTS + 1, MAX_TOOLS + 1, MAX_TENANTS + 1,
+		       bound(MAX_TENANTS, MAX_TOOLS));
 		bytes = strlen(out);
 		census(out, om, &c);	/* cuts out into lines */
 		check_census(&c, om);
@@ -294,6 +328,8 @@ static void test_export_cardinality_bound(void **state)
 	 * fold into "other", and the count does not move.
 	 */
 	feed(e, EFFECTS, EFFECTS, "new-");
+	feed_tenants(e, "", true);
+	feed_tenants(e, "new-", false);
 	for (om = 0; om < 2; om++) {
 		out = render(e, om, &ms);
 		assert_null(strstr(out, "new-tool"));
@@ -317,6 +353,7 @@ static void test_export_cardinality_smallest_caps(void **state)
 
 	assert_non_null(e);
 	feed(e, 0, EFFECTS, "");
+	feed_tenants(e, "", true);
 	out = render(e, false, &ms);
 	/* with no slot, every value is "other": one pair */
 	assert_null(strstr(out, "tenant=\"acme\""));

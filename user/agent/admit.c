@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The agent's effects from their submission to their start: admission (a
- * bounded queue in priority order, a per-tenant share, the node's own
- * pressure), the start under a shim (or the attach of a caller's process),
+ * bounded queue shared fairly, tenants' budgets, fair order across tenants
+ * and priority within one, the node's own pressure), the start under a shim
+ * (or the attach of a caller's process),
  * the spawner's answer, cancellation and an attached effect's exit.
  */
 #include <errno.h>
@@ -23,6 +24,7 @@
 #include "agent/intent.h"
 #include "agent/shim.h"
 #include "agent/spawner.h"
+#include "agent/tenant.h"
 #include "agent/watch.h"
 #include "base/common.h"
 #include "effect/egress.h"
@@ -40,21 +42,6 @@ static int grow(struct bm_agent *a)
 	a->eff = p;
 	a->cap_eff = cap;
 	return 0;
-}
-
-static bool node_has_room(const struct bm_agent *a)
-{
-	char buf[4096], *p;
-	double avg10 = 0;
-	unsigned long long kb = 0;
-
-	if (bm_read_file(AT_FDCWD, "/proc/pressure/cpu", buf, sizeof(buf)) > 0 &&
-	    (p = strstr(buf, "avg10=")))
-		avg10 = atof(p + 6);
-	if (bm_read_file(AT_FDCWD, "/proc/meminfo", buf, sizeof(buf)) > 0 &&
-	    (p = strstr(buf, "MemAvailable:")))
-		kb = strtoull(p + 13, NULL, 10);
-	return avg10 <= a->cfg.admit_cpu_pressure && (!kb || kb * 1024 >= a->cfg.admit_mem_available);
 }
 
 static const char *const default_env[] = {
@@ -204,6 +191,8 @@ void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_op
 	so->limits.pids = e->req.sandbox.pids_limit;
 	so->limits.timeout_ns = e->req.sandbox.timeout_ns;
 	so->sandbox = &e->req.sandbox;
+	/* its tenant's CPU budget, or the node's pressure, may cap it: a controller to do it with */
+	so->cpu_cap = ag_tenant_may_cap(a, e->tenant);
 	so->shared_timers = true;
 	so->timers_moved = ag_timers_moved;
 	so->timers_ctx = (void *)e;
@@ -320,29 +309,51 @@ void ag_launched(struct bm_agent *a, struct ag_effect *e, const struct bm_spawne
 		(void)ag_cancel(a, e);
 }
 
+/*
+ * Start queued effects while the node has room: the next one is fair
+ * admission's choice (agent/fair.h), among the tenants not held (an
+ * exhausted budget, the node's pressure, tenant_max_running).
+ */
 void ag_schedule(struct bm_agent *a)
 {
-	struct ag_effect *best;
-	unsigned int i;
+	struct bm_fair_tenant *ft = NULL;
+	struct bm_fair_item *it = NULL;
+	uint64_t now = bm_now_ns();
+	struct ag_effect *e;
+	unsigned int i, n, ti;
+	long k;
 
-	if (a->scheduling)
+	if (a->scheduling || !a->queue.n || a->running >= a->cfg.max_running || a->stopping ||
+	    !ag_node_room(a))
 		return;
 	a->scheduling = true;
-	while (a->queue.n && a->running < a->cfg.max_running && !a->stopping && node_has_room(a)) {
-		best = NULL;
-		for (i = 0; i < a->queue.n; i++) {
-			struct ag_effect *e = a->queue.v[i];
-
-			if (ag_tenant_count(a, e->tenant, 0) >= a->cfg.tenant_max_running)
-				continue;
-			if (!best || e->req.priority > best->req.priority ||
-			    (e->req.priority == best->req.priority && e->seq < best->seq))
-				best = e;
-		}
-		if (!best)
-			break;
-		start(a, best);
+	it = calloc(a->queue.n, sizeof(*it));
+	for (i = n = 0; it && i < a->queue.n; i++) {
+		e = a->queue.v[i];
+		/* its tenant was looked up when it was queued; not found (no memory): it waits */
+		if (ag_tenant_of(a, e))
+			it[n++] = (struct bm_fair_item){ e->tenant_i - 1, e->req.priority, e->seq };
 	}
+	ft = calloc(a->n_tenants ? a->n_tenants : 1, sizeof(*ft));
+	/* no memory: nothing starts now, the next tick tries again */
+	for (i = 0; ft && i < a->n_tenants; i++)
+		ag_tenant_fair(a, &a->tenants[i], now, &ft[i]);
+	while (ft && it && n && a->running < a->cfg.max_running && !a->stopping &&
+	       ag_node_room(a)) {
+		k = bm_fair_pick(it, n, ft);
+		if (k < 0)
+			break;
+		ti = it[k].tenant;
+		e = ag_find_seq(a, it[k].seq);
+		it[k] = it[--n];
+		if (!e || e->started || !e->queue_i)
+			continue;
+		start(a, e);
+		/* its tenant's view moves with the start: one more running, held at its max */
+		ag_tenant_fair(a, &a->tenants[ti], now, &ft[ti]);
+	}
+	free(ft);
+	free(it);
 	a->scheduling = false;
 }
 
@@ -403,12 +414,13 @@ int ag_pod_from_json(const char *text, struct ag_pod **out)
 
 int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, uid_t uid, gid_t gid,
 	      pid_t caller, const char *parent, const struct ag_pod *pod, struct ag_effect **out,
-	      unsigned int *retry_after_s)
+	      unsigned int *retry_after_s, const char **budget)
 {
 	uid_t run_uid = uid;
 	gid_t run_gid = gid;
 	struct bm_effect_row row = { 0 };
 	char own[BM_NAME_MAX + 1], tool[sizeof(req->tool)];
+	struct ag_tenant_count *t;
 	struct ag_effect *e;
 	uint64_t until;
 	json_t *canon;
@@ -448,6 +460,13 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 		if (err)
 			return err == -ENOSPC ? -ENOSPC : -EIO;
 	}
+	/* its budgets over time, and its share of the queue, before the node's queue */
+	t = ag_tenant(a, tenant);
+	if (!t)
+		return -ENOMEM;
+	err = ag_tenant_admit(a, t, retry_after_s, budget);
+	if (err)
+		return err;
 	if (a->queue.n >= a->cfg.max_queued) {
 		*retry_after_s = 1;
 		return -EAGAIN;
@@ -499,6 +518,8 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 	e->seq = ++a->seq;
 	e->state = BM_ST_QUEUED;
 	e->agent = a;
+	e->tenant_i = (unsigned int)(t - a->tenants) + 1;
+	ag_tenant_admitted(a, t);
 	/* reserved above: cannot fail */
 	(void)ag_index_add(a, e);
 	ag_queue_add(a, e);

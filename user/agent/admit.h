@@ -14,7 +14,9 @@
  * its outcome is stored), or -errno:
  *   -EEXIST  an effect with this id exists (*out: it, while it lives);
  *   -EBUSY   its tool keeps hitting the same wall and backs off (*retry_after_s);
- *   -EAGAIN  the queue is full (*retry_after_s);
+ *   -EDQUOT  the tenant is over a budget (*budget names it; *retry_after_s from its bucket);
+ *   -EAGAIN  the queue is full, or the tenant's share of it (*budget "queue_share")
+ *            (*retry_after_s);
  *   -EPERM   attach of a process that is not the caller's descendant;
  *   -ENOSPC  no uid is left for a new tenant;
  *   -EOPNOTSUPP  a launch asked from a pod (pod: the caller's; its calls are attached);
@@ -23,7 +25,7 @@
  */
 int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, uid_t uid, gid_t gid,
 	      pid_t caller, const char *parent, const struct ag_pod *pod, struct ag_effect **out,
-	      unsigned int *retry_after_s);
+	      unsigned int *retry_after_s, const char **budget);
 /* A stored pod (the store's JSON) back: 0 and *out (owned), or -EINVAL. */
 int ag_pod_from_json(const char *text, struct ag_pod **out);
 /* An effect that never started ends: an outcome with reason (and advice), stored, freed. */
@@ -42,7 +44,7 @@ int ag_attach(struct bm_agent *a, struct ag_effect *e, pid_t caller, uid_t uid, 
 bool ag_attach_expired(struct bm_agent *a, struct ag_effect *e);
 /* An attached effect's caller reports its exit (wait status): 0, -EALREADY or -EINVAL (not attached). */
 int ag_exit(struct bm_agent *a, struct ag_effect *e, int wait_status);
-/* Start queued effects while the node has room, in priority order. */
+/* Start queued effects while the node has room: fair across tenants, by priority within one. */
 void ag_schedule(struct bm_agent *a);
 /* The supervision options of an effect: its request's limits and the agent's policy. */
 void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_opts *so);

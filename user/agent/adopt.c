@@ -98,6 +98,8 @@ static void adopt_running(struct bm_agent *a, struct ag_effect *e, const struct 
 		return;
 	}
 	ag_set_cg(a, e);
+	/* what it used before this agent is charged to no budget */
+	e->charge_base = true;
 	e->shim.pidfd = fd;
 	e->state = row->state == BM_ST_QUEUED ? BM_ST_RUNNING : row->state;
 	ag_watch_effect(a, e);

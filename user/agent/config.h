@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent/budget.h"
 #include "base/parse.h"
 
 #define BM_AGENT_SOCKET "/run/burstmeter/api.sock"
@@ -25,6 +26,18 @@
 struct bm_tenant_map {
 	uid_t uid;
 	char tenant[BM_NAME_MAX + 1];
+};
+
+/* A tenant's budgets of its own (budgets.tenants): the defaults, with what it names replaced. */
+struct bm_tenant_budget {
+	char tenant[BM_NAME_MAX + 1];
+	struct bm_budget_cfg b;
+};
+
+/* What admission does while the node is over admit_cpu_pressure or admit_mem_available. */
+enum bm_pressure_action {
+	BM_PRESSURE_PAUSE,		/* nothing starts */
+	BM_PRESSURE_THROTTLE_TOP,	/* the top contributor throttled and held; others start */
 };
 
 struct bm_agent_cfg {
@@ -52,6 +65,7 @@ struct bm_agent_cfg {
 	unsigned int max_queued;	/* beyond it: 429 */
 	unsigned int tenant_max_running;	/* a tenant's share of max_running */
 	double admit_cpu_pressure;	/* node PSI cpu some avg10 (%) above which nothing starts */
+	char admit_cpu_pressure_file[PATH_MAX];	/* that PSI: the node's, or a cgroup's cpu.pressure */
 	uint64_t admit_mem_available;	/* MemAvailable (bytes) below which nothing starts */
 	unsigned int max_tools;		/* tool kinds kept as /metrics labels before "other" */
 	unsigned int max_metric_tenants;	/* tenants kept as /metrics labels before "other" */
@@ -64,6 +78,12 @@ struct bm_agent_cfg {
 	uint32_t ring_bytes;		/* the meter's ring buffer (a power of 2) */
 	struct bm_tenant_map tenants[BM_AGENT_MAX_TENANTS];
 	unsigned int n_tenants;
+	enum bm_pressure_action pressure_action;
+	/* budgets: every tenant's, unless it has its own; no rate: no budget */
+	struct bm_budget_cfg budget;
+	struct bm_tenant_budget budgets[BM_AGENT_MAX_TENANTS];
+	unsigned int n_budgets;
+	uint64_t fair_half_life_ns;	/* how fast fair admission forgets a tenant's use */
 };
 
 void bm_agent_cfg_default(struct bm_agent_cfg *c);
@@ -77,6 +97,9 @@ int bm_agent_cfg_parse(struct bm_agent_cfg *c, const char *text, size_t len, con
 
 /* Load FILE over the defaults. Returns 0, -EINVAL (err: "FILE:LINE:COL: ...") or -errno. */
 int bm_agent_cfg_load(struct bm_agent_cfg *c, const char *path, char *err, size_t errlen);
+
+/* The budgets of tenant: its own, else the defaults. */
+const struct bm_budget_cfg *bm_agent_cfg_budget(const struct bm_agent_cfg *c, const char *tenant);
 
 /* The tenant of a caller's uid: the mapping, else "uid-<uid>". */
 void bm_agent_cfg_tenant(const struct bm_agent_cfg *c, uid_t uid, char *out, size_t len);

@@ -11,13 +11,18 @@
  * bucket, _sum and _count is a series:
  *   window and peak histograms     P * 2 * (B + 2 * 5) = 236 P
  *   effects_total, actions_total   P * (R + S * R)     = 170 P
- *   node-wide                      9, and one per pod container running
- *   total <= 406 * (max_tenants + 1) * (max_tools + 1) + 9 + max_running
+ *   per tenant (budgets, use)      T * 36: 5 use counters, 5 x 3 per budget
+ *                                  (remaining, exhausted, exhaustions), 6
+ *                                  refusal reasons, 6 throttle causes, 4 gauges
+ *   node-wide                      11, and one per pod container running
+ *   total <= 406 * (max_tenants + 1) * (max_tools + 1) + 36 * (max_tenants + 1) + 11
+ *            + max_running
  * Run-queue delay is in seconds, not bm_window_display()'s ms: promtool's
  * linter rejects non-base time units.
  */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,8 +79,16 @@ struct buf {
 	size_t len, cap;
 };
 
+/* A tenant's budgets and use, by its label's index (T_TENANT); seen: set since the last reset. */
+struct tenant_row {
+	struct bm_export_tenant v;
+	bool seen;
+};
+
 struct bm_export {
 	struct ktab t[T__MAX];		/* cells: tenant << 32 | tool -> struct cell */
+	struct tenant_row *ten;	/* by tenant label index */
+	uint32_t n_ten;
 	uint32_t max_tenants, max_tools;
 	struct bm_export_node node;
 	uint64_t dropped;		/* updates not recorded: no memory, or invalid */
@@ -295,6 +308,62 @@ void bm_export__node(struct bm_export *e, const struct bm_export_node *n)
 		e->node = *n;
 }
 
+void bm_export__tenants_reset(struct bm_export *e)
+{
+	uint32_t i;
+
+	for (i = 0; e && i < e->n_ten; i++)
+		e->ten[i].seen = false;
+}
+
+static double lowest(double x, double y)
+{
+	return isnan(x) ? y : isnan(y) || x < y ? x : y;
+}
+
+void bm_export__tenant(struct bm_export *e, const char *tenant, const struct bm_export_tenant *v)
+{
+	struct tenant_row *r, *p;
+	uint32_t i;
+	int d;
+
+	if (!e || !v)
+		return;
+	i = name_get(e, &e->t[T_TENANT], e->max_tenants, tenant);
+	if (i >= e->n_ten) {
+		p = realloc(e->ten, (i + 1) * sizeof(*p));
+		if (!p) {
+			e->dropped++;
+			return;
+		}
+		memset(p + e->n_ten, 0, (i + 1 - e->n_ten) * sizeof(*p));
+		e->ten = p;
+		e->n_ten = i + 1;
+	}
+	r = &e->ten[i];
+	if (!r->seen) {
+		r->v = *v;
+		r->seen = true;
+		return;
+	}
+	/* folded into "other": counters and counts add up */
+	for (d = 0; d < BM_BUD__MAX; d++) {
+		r->v.used[d] += v->used[d];
+		r->v.remaining[d] = lowest(r->v.remaining[d], v->remaining[d]);
+		r->v.exhausted[d] =
+			r->v.exhausted[d] > v->exhausted[d] ? r->v.exhausted[d] : v->exhausted[d];
+		r->v.exhaustions[d] += v->exhaustions[d];
+	}
+	for (d = 0; d <= BM_BUD__MAX; d++) {
+		r->v.refused[d] += v->refused[d];
+		r->v.throttles[d] += v->throttles[d];
+	}
+	r->v.throttled = r->v.throttled > v->throttled ? r->v.throttled : v->throttled;
+	r->v.running += v->running;
+	r->v.queued += v->queued;
+	r->v.pressure_share += v->pressure_share;
+}
+
 static void put(struct buf *b, const char *s, size_t n)
 {
 	char *p;
@@ -410,6 +479,86 @@ static void render_counters(struct bm_export *e, struct buf *b, bool om)
 					    u64s(n, c->acts[s][r]), "\n", NULL);
 }
 
+/* Where a tenant family's value is, and its label (budget, reason, cause) if one per budget. */
+static const struct tfam {
+	const char *name, *type, *help, *label;
+	size_t off;		/* of a double, or of the first of BM_BUD__MAX (+ 1 with extra) */
+	int dim;		/* >= 0: used[dim] alone; -1: one per budget */
+	const char *extra;	/* label value of [BM_BUD__MAX], NULL: none */
+} tfams[] = {
+#define TOFF(m) offsetof(struct bm_export_tenant, m)
+	{ "tenant_cpu_seconds", "counter",
+	  "CPU time of the tenant's effects, charged as windows close.", NULL, TOFF(used),
+	  BM_BUD_CPU, NULL },
+	{ "tenant_memory_byte_seconds", "counter",
+	  "Resident memory the tenant's effects held, times seconds.", NULL, TOFF(used), BM_BUD_MEM,
+	  NULL },
+	{ "tenant_net_tx_bytes", "counter", "Bytes the tenant's effects sent on inet sockets.",
+	  NULL, TOFF(used), BM_BUD_NET, NULL },
+	{ "tenant_io_bytes", "counter",
+	  "Bytes of I/O of the tenant's effects (0 until the meter has I/O).", NULL, TOFF(used),
+	  BM_BUD_IO, NULL },
+	{ "tenant_launches", "counter", "Effects of the tenant admitted.", NULL, TOFF(used),
+	  BM_BUD_LAUNCH, NULL },
+	{ "tenant_budget_remaining_ratio", "gauge",
+	  "Tokens left in a budget's bucket over its burst (below 0: debt).", "budget",
+	  TOFF(remaining), -1, NULL },
+	{ "tenant_budget_exhausted", "gauge",
+	  "1 while a budget is exhausted: queued calls held, POSTs refused.", "budget",
+	  TOFF(exhausted), -1, NULL },
+	{ "tenant_budget_exhaustions", "counter", "Times a budget became exhausted.", "budget",
+	  TOFF(exhaustions), -1, NULL },
+	{ "tenant_refusals", "counter",
+	  "Submissions refused with 429, by the budget or the queue share.", "reason",
+	  TOFF(refused), -1, "queue_share" },
+	{ "tenant_throttles", "counter", "CPU caps put on the tenant's running effects, by cause.",
+	  "cause", TOFF(throttles), -1, "node_pressure" },
+	{ "tenant_throttled", "gauge",
+	  "1 while the tenant's running effects are held to a CPU cap.", NULL, TOFF(throttled), -2,
+	  NULL },
+	{ "tenant_running", "gauge", "Effects of the tenant running now.", NULL, TOFF(running), -2,
+	  NULL },
+	{ "tenant_queued", "gauge", "Effects of the tenant waiting for admission.", NULL,
+	  TOFF(queued), -2, NULL },
+	{ "tenant_pressure_share", "gauge",
+	  "The tenant's share of the CPU effects used in the last second.", NULL,
+	  TOFF(pressure_share), -2, NULL },
+#undef TOFF
+};
+
+static void render_tenants(struct bm_export *e, struct buf *b, bool om)
+{
+	char name[64], v[40];
+	const struct tfam *f;
+	const double *x;
+	unsigned int k, i;
+	int d;
+
+	for (k = 0; k < sizeof(tfams) / sizeof(tfams[0]); k++) {
+		f = &tfams[k];
+		snprintf(name, sizeof(name), "burstmeter_%s", f->name);
+		head(b, name, f->type, f->help, om);
+		for (i = 0; i < e->n_ten; i++) {
+			const char *t = e->t[T_TENANT].val[i],
+				   *sfx = *f->type == 'c' ? "_total" : "";
+
+			if (!e->ten[i].seen)
+				continue;
+			x = (const double *)((const char *)&e->ten[i].v + f->off);
+			if (f->dim != -1) {
+				cat(b, name, sfx, "{tenant=\"", t, "\"} ",
+				    dbls(v, x[f->dim < 0 ? 0 : f->dim], 0), "\n", NULL);
+				continue;
+			}
+			for (d = 0; d < BM_BUD__MAX + (f->extra ? 1 : 0); d++)
+				if (!isnan(x[d]))
+					cat(b, name, sfx, "{tenant=\"", t, "\",", f->label, "=\"",
+					    d < BM_BUD__MAX ? bm_budget_name(d) : f->extra, "\"} ",
+					    dbls(v, x[d], 0), "\n", NULL);
+		}
+	}
+}
+
 /* Node-wide values, as doubles: counts stay exact below 2^53 and print without ".0". */
 static void render_node(struct bm_export *e, struct buf *b, bool om)
 {
@@ -423,11 +572,15 @@ static void render_node(struct bm_export *e, struct buf *b, bool om)
 		{ "meter_lost_records", "counter", "Ring-buffer records lost.", n->lost_records },
 		{ "meter_map_full", "counter", "Map updates that found it full.", n->map_full },
 		{ "meter_late", "counter", "Contributions older than the window ring.", n->late },
-		{ "meter_reads", "counter", "Meters read for timelines and streams (idle ones are not).",
-		  n->meter_reads },
+		{ "meter_reads", "counter",
+		  "Meters read for timelines and streams (idle ones are not).", n->meter_reads },
 		{ "bpf_run_seconds", "counter", "CPU time of our BPF code.", n->bpf_run_ns / 1e9 },
 		{ "bpf_runs", "counter", "Runs of our BPF programs.", n->bpf_run_cnt },
 		{ "export_dropped", "counter", "Updates invalid or lost (ENOMEM).", e->dropped },
+		{ "node_over_pressure", "gauge", "1 while the node is beyond its admission bounds.",
+		  n->over_pressure },
+		{ "node_pressure_episodes", "counter",
+		  "Times the node went beyond its admission bounds.", n->pressure_episodes },
 	};
 	char name[64], v[40];
 	unsigned int i;
@@ -461,6 +614,7 @@ int bm_export__render(struct bm_export *e, bool openmetrics, char **out, size_t 
 	for (i = 0; i < 2 * BM_DIM__MAX; i++)
 		render_hist(e, &b, i >= BM_DIM__MAX, i % BM_DIM__MAX, openmetrics);
 	render_counters(e, &b, openmetrics);
+	render_tenants(e, &b, openmetrics);
 	render_node(e, &b, openmetrics);
 	if (openmetrics)
 		put(&b, "# EOF\n", 6);
@@ -511,5 +665,7 @@ void bm_export__free(struct bm_export *e)
 		free(e->t[i].val);
 		free(e->t[i].slot);
 	}
+	if (e)
+		free(e->ten);
 	free(e);
 }

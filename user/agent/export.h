@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/budget.h"
 #include "bm_abi.h"
 
 struct bm_export;
@@ -54,10 +55,30 @@ struct bm_export_node {
 	uint64_t lost_records, map_full, late;	/* from the kernel's per-CPU counters */
 	uint64_t bpf_run_ns, bpf_run_cnt;	/* sum over our programs, when bpf_stats is on */
 	uint64_t meter_reads;			/* meters the agent read for timelines and streams */
+	bool over_pressure;			/* beyond the admission bounds now */
+	uint64_t pressure_episodes;		/* times the node went beyond them */
 	const struct bm_export_pod *pods;	/* the caller's: valid while it renders */
 	unsigned int n_pods;
 };
 void bm_export__node(struct bm_export *e, const struct bm_export_node *n);
+
+/*
+ * A tenant's budgets and use, set before a scrape (after
+ * bm_export__tenants_reset()); tenants past max_tenants add up in "other"
+ * (counters and counts summed, the lowest remaining share, any exhausted).
+ */
+struct bm_export_tenant {
+	double used[BM_BUD__MAX];		/* counters in base units (s, byte-s, bytes) */
+	double remaining[BM_BUD__MAX];		/* level / burst; NAN: no budget there */
+	double exhausted[BM_BUD__MAX];		/* 0 or 1 */
+	double exhaustions[BM_BUD__MAX];	/* times each became exhausted */
+	double refused[BM_BUD__MAX + 1];	/* 429s per budget, [BM_BUD__MAX]: queue share */
+	double throttles[BM_BUD__MAX + 1];	/* caps per budget, [BM_BUD__MAX]: node pressure */
+	double throttled, running, queued;	/* now */
+	double pressure_share;			/* its share of effects' CPU, last second */
+};
+void bm_export__tenants_reset(struct bm_export *e);
+void bm_export__tenant(struct bm_export *e, const char *tenant, const struct bm_export_tenant *v);
 
 /*
  * Render everything into a new malloc'd buffer (*out, *len). Returns 0 or

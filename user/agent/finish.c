@@ -51,7 +51,7 @@ void ag_track_ladder(struct bm_agent *a, struct ag_effect *e)
 
 	if (e->sup.act.frozen || (e->sup.act.duty && e->sup.act.duty_frozen && !e->sup.act.throttled))
 		st = BM_ST_FROZEN;
-	else if (e->sup.act.throttled)
+	else if (e->sup.act.throttled || e->sup.act.capped)
 		st = BM_ST_THROTTLED;
 	if (e->state == BM_ST_RUNNING || e->state == BM_ST_THROTTLED || e->state == BM_ST_FROZEN)
 		ag_set_state(a, e, st);
@@ -299,12 +299,8 @@ void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
 		(void)unlink(pid_file);
 		(void)unlink(e->status_path);
 	}
-	/* its slots, the node's and its tenant's, are free (ag_started() took them) */
-	if (e->started) {
-		a->running--;
-		ag_tenant_count(a, e->tenant, -1);
-	}
-	e->started = false;
+	/* its tenant's count too: that one frees its share of tenant_max_running */
+	ag_stopped(a, e);
 	if (err || e->unstored)
 		remain(a, e);
 	else

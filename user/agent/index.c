@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "agent/index.h"
+#include "agent/tenant.h"
 
 static uint64_t mix(uint64_t x)
 {
@@ -202,17 +203,55 @@ int ag_index_reserve(struct bm_agent *a)
 	return room(&a->queue) || room(&a->heap) ? -ENOMEM : 0;
 }
 
+/* Out of the queue, and out of its tenant's queued count. */
+static void unqueue(struct bm_agent *a, struct ag_effect *e)
+{
+	struct ag_tenant_count *t;
+
+	if (!e->queue_i)
+		return;
+	set_del(&a->queue, offsetof(struct ag_effect, queue_i), e);
+	t = ag_tenant_of(a, e);
+	if (t && t->queued)
+		t->queued--;
+}
+
 void ag_started(struct bm_agent *a, struct ag_effect *e)
 {
+	struct ag_tenant_count *t;
+
+	unqueue(a, e);
+	if (e->started)
+		return;
 	e->started = true;
-	set_del(&a->queue, offsetof(struct ag_effect, queue_i), e);
-	ag_tenant_count(a, e->tenant, 1);
+	t = ag_tenant_of(a, e);
+	if (t)
+		t->running++;
 	a->running++;
+}
+
+void ag_stopped(struct bm_agent *a, struct ag_effect *e)
+{
+	struct ag_tenant_count *t;
+
+	if (!e->started)
+		return;
+	e->started = false;
+	a->running--;
+	t = ag_tenant_of(a, e);
+	if (t && t->running)
+		t->running--;
+	ag_tenant_release(a, e);
 }
 
 void ag_queue_add(struct bm_agent *a, struct ag_effect *e)
 {
+	struct ag_tenant_count *t;
+
 	set_add(&a->queue, offsetof(struct ag_effect, queue_i), e);
+	t = e->queue_i ? ag_tenant_of(a, e) : NULL;
+	if (t)
+		t->queued++;
 }
 
 static void slot_del(struct bm_agent *a, struct ag_effect *e)
@@ -334,12 +373,18 @@ void ag_index_del(struct bm_agent *a, struct ag_effect *e)
 		a->cg_unindexed--;
 	e->cg_id = 0;
 	e->cg_scan = false;
-	set_del(&a->queue, offsetof(struct ag_effect, queue_i), e);
+	unqueue(a, e);
 	heap_del(a, e);
 	set_del(&a->awake, offsetof(struct ag_effect, awake_i), e);
 	slot_del(a, e);
-	if (e->started)
-		ag_tenant_count(a, e->tenant, -1);
+	/* one that never ended (the agent stops): out of its tenant's count all the same */
+	if (e->started) {
+		struct ag_tenant_count *t = ag_tenant_of(a, e);
+
+		if (t && t->running)
+			t->running--;
+		ag_tenant_release(a, e);
+	}
 }
 
 struct ag_effect *ag_find_cg(struct bm_agent *a, uint64_t cg_id)
@@ -380,24 +425,10 @@ void ag_set_shim_id(struct bm_agent *a, struct ag_effect *e, uint64_t id)
 
 unsigned int ag_tenant_count(struct bm_agent *a, const char *tenant, int delta)
 {
-	struct ag_tenant_count *t;
-	unsigned int i;
+	struct ag_tenant_count *t = delta > 0 ? ag_tenant(a, tenant) : ag_tenant_find(a, tenant);
 
-	for (i = 0; i < a->n_tenants; i++)
-		if (!strcmp(a->tenants[i].name, tenant))
-			break;
-	if (i == a->n_tenants) {
-		if (delta <= 0)
-			return 0;
-		t = realloc(a->tenants, (a->n_tenants + 1) * sizeof(*t));
-		if (!t)
-			return 0;
-		a->tenants = t;
-		memset(&t[i], 0, sizeof(t[i]));
-		snprintf(t[i].name, sizeof(t[i].name), "%s", tenant);
-		a->n_tenants++;
-	}
-	t = &a->tenants[i];
+	if (!t)
+		return 0;
 	t->running = delta < 0 && t->running < (unsigned int)-delta ? 0 : t->running + (unsigned int)delta;
 	return t->running;
 }

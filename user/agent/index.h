@@ -2,8 +2,8 @@
 /*
  * The agent's effects by (tenant, id), admission number, shim and cgroup;
  * the queue, the timer heap, the awake set and the sleepers by meter slot;
- * running effects per tenant. Lookups only: nothing here starts or ends
- * an effect.
+ * running and queued effects per tenant (agent/tenant.h keeps the rest of
+ * a tenant). Lookups only: nothing here starts or ends an effect.
  */
 #ifndef BM_AGENT_INDEX_H
 #define BM_AGENT_INDEX_H
@@ -30,6 +30,8 @@ unsigned int ag_tenant_count(struct bm_agent *a, const char *tenant, int delta);
 void ag_queue_add(struct bm_agent *a, struct ag_effect *e);
 /* It starts (or ends before it could): out of the queue, counted as running, for its tenant too. */
 void ag_started(struct bm_agent *a, struct ag_effect *e);
+/* It has ended: no longer counted as running, nor for its tenant. */
+void ag_stopped(struct bm_agent *a, struct ag_effect *e);
 /* bm_sup's timers of e (ctx) moved: its place in the heap follows. */
 void ag_timers_moved(void *ctx);
 /* Looked at every tick (ag_tick()), or asleep until its meter moves. */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Each effect's life window by window: read from the meter when the kernel
- * marked it moved, into its series (the stored timeline) and its readers'
- * lines; the tick that decides who is read and who sleeps.
+ * marked it moved, into its series (the stored timeline), its readers'
+ * lines and its tenant's budgets; the tick that decides who is read and
+ * who sleeps.
  */
 #include <limits.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "agent/admit.h"
 #include "agent/index.h"
 #include "agent/sample.h"
+#include "agent/tenant.h"
 #include "agent/watch.h"
 #include "base/common.h"
 
@@ -79,6 +81,8 @@ void ag_sample(struct bm_agent *a, struct ag_effect *e)
 	memset(e->idle_v, 0, sizeof(e->idle_v));
 	e->idle_v[BM_DIM_MEM] = (double)(m.rss_bytes > 0 ? m.rss_bytes : 0);
 	e->idle_v[BM_DIM_PIDS] = (double)(m.tasks > 0 ? m.tasks : 0);
+	/* the windows that closed, to its tenant's budgets; the level it holds, for every tick */
+	ag_tenant_charge(a, e, &m, now_win, e->idle_v[BM_DIM_MEM]);
 }
 
 /*
@@ -149,6 +153,7 @@ void ag_tick(struct bm_agent *a)
 			ag_sleep(a, e);
 	}
 	bm_loader__forget_stale(a->loader);
+	ag_tenants_tick(a, now);
 }
 
 json_t *ag_timeline_json(const struct bm_series *s)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent/budget.h"
 #include "agent/config.h"
 #include "base/podcgroup.h"
 #include "agent/request.h"
@@ -89,6 +90,15 @@ struct ag_effect {
 	double idle_v[BM_DIM__MAX];
 	unsigned int actions_sent;	/* actions already streamed */
 	void *readers;			/* the layer above's readers of its lines; NULL: none */
+	/* its tenant's budgets (agent/tenant.h) */
+	unsigned int tenant_i;		/* its place + 1 in a->tenants, 0: not looked up yet */
+	uint64_t charged[BM_DIM__MAX];	/* flow totals (raw) charged to its tenant so far */
+	bool charge_base;		/* adopted: its first read sets charged[] only */
+	double mem_held;		/* bytes at its last read, in its tenant's mem_held */
+	double cpu_fast;		/* recent CPU: decayed CPU-seconds, BM_BUDGET_FAST_NS */
+	uint64_t cpu_fast_ns;
+	double cap_cores;		/* the cap of its tenant's budget or the node's pressure */
+	bool yielding;			/* at the lowest CPU weight, as its tenant is */
 };
 
 /* At most this many effects' timers, or spawner messages, between two looks at everything else. */
@@ -118,9 +128,47 @@ struct ag_set {
 	unsigned int n, cap;
 };
 
+/*
+ * A tenant: its running count, its budgets and recent use, and what holds
+ * it (agent/tenant.h). Entries are added, never removed: an effect keeps
+ * its tenant's place (tenant_i).
+ */
 struct ag_tenant_count {
 	char name[BM_NAME_MAX + 1];
 	unsigned int running;
+	unsigned int queued;		/* submitted, not started */
+	struct bm_budget bud;
+	double mem_held;		/* bytes its running effects hold: GiB-seconds every tick */
+	int held_by;			/* the exhausted budget its queue waits on, -1: none */
+	bool pressure;			/* throttled and held as the node's top contributor */
+	uint64_t pressure_at_ns;	/* when it was */
+	double cap_cores;		/* each of its running effects' CPU cap, 0: none */
+	unsigned int cap_n;		/* the running effects it was split among */
+	bool yielding;			/* its running effects at the lowest CPU weight */
+	int cap_cause;			/* why: BM_BUD_CPU, or BM_BUD__MAX (the node's pressure) */
+	/* for /metrics: POSTs refused per budget (+ its queue share), throttles per cause */
+	uint64_t refused[BM_BUD__MAX + 1];
+	uint64_t throttles[BM_BUD__MAX + 1];	/* [BM_BUD__MAX]: the node's pressure */
+};
+
+/* The node's pressure as admission sees it, and who caused it (agent/tenant.h). */
+#define AG_TOP 3
+struct ag_pressure {
+	double cpu_avg10;		/* /proc/pressure/cpu some avg10, % */
+	double cpu_now;			/* the same over the last second, from its total */
+	uint64_t cpu_total_us, cpu_total_ns;	/* the last look at total= and when */
+	uint64_t mem_available;		/* MemAvailable, bytes (0: unknown) */
+	uint64_t read_ns;
+	bool over_cpu, over_mem;	/* beyond admit_cpu_pressure, below admit_mem_available */
+	uint64_t since_ns;		/* over since (0: not over) */
+	uint64_t under_ns;		/* under its bounds since (0: over) */
+	uint64_t named_ns;		/* top contributors named then */
+	unsigned int n_top_tenants, n_top_effects;
+	struct {
+		char tenant[BM_NAME_MAX + 1], id[BM_NAME_MAX + 1];
+		double cpu_cores, memory_bytes, share;
+	} top_tenants[AG_TOP], top_effects[AG_TOP];
+	uint64_t episodes;		/* times the node went over */
 };
 
 /* A tool that keeps hitting the same wall: its tenant's next submissions wait until until_ns. */
@@ -182,8 +230,10 @@ struct bm_agent {
 	struct ag_set awake;
 	unsigned int tick_next;		/* awake.v[] index the next tick reads down from */
 	struct ag_effect **by_slot;
-	struct ag_tenant_count *tenants;	/* started effects per tenant */
+	struct ag_tenant_count *tenants;	/* every tenant seen: counts, budgets */
 	unsigned int n_tenants;
+	uint64_t tenants_at_ns;		/* their held memory charged up to here */
+	struct ag_pressure pressure;
 	struct ag_backoff *backoffs;	/* grown as needed; expired ones are reused */
 	unsigned int n_backoffs;
 	struct ag_effect **remains;	/* ended, out of the registry, something left to do */

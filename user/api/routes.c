@@ -22,6 +22,7 @@
 #include "agent/index.h"
 #include "agent/intent.h"
 #include "agent/request_sandbox.h"
+#include "agent/tenant.h"
 #include "api/api.h"
 #include "base/common.h"
 
@@ -79,14 +80,31 @@ static bool visible(const struct caller *who, const struct bm_effect_row *row)
 	return !who->effect[0] || !strcmp(row->id, who->effect) || !strcmp(row->parent, who->effect);
 }
 
-/* ag_submit()'s refusals, as statuses and messages. */
-static enum MHD_Result refused(struct MHD_Connection *c, int err, unsigned int retry)
+/* ag_submit()'s refusals, as statuses and messages; budget: what refused (-EDQUOT, -EAGAIN). */
+static enum MHD_Result refused(struct MHD_Connection *c, int err, unsigned int retry,
+			       const char *budget)
 {
+	char msg[160];
+
 	switch (err) {
 	case -EBUSY:
 		return ag_api_reply(c, 429, json_pack("{s:s}", "error",
 				    "this tool keeps hitting the same ceiling: backing off"), retry);
+	case -EDQUOT:
+		snprintf(msg, sizeof(msg), "the tenant is over its %s budget: retry in %u s",
+			 budget, retry);
+		return ag_api_reply(c, 429,
+				    json_pack("{s:s, s:s, s:i}", "error", msg, "budget", budget,
+					      "retry_after_s", (int)retry),
+				    retry);
 	case -EAGAIN:
+		if (budget)
+			return ag_api_reply(c, 429,
+					    json_pack("{s:s, s:s, s:i}", "error",
+						      "the tenant's share of the queue is full",
+						      "budget", budget, "retry_after_s",
+						      (int)retry),
+					    retry);
 		return ag_api_reply(c, 429, json_pack("{s:s}", "error", "the queue is full"), retry);
 	case -EPERM:
 		return ag_api_error(c, MHD_HTTP_FORBIDDEN,
@@ -109,7 +127,7 @@ static enum MHD_Result create(const struct call *k)
 	struct bm_request req = { 0 };
 	char tenant[BM_NAME_MAX + 1], id[BM_NAME_MAX + 1], msg[256];
 	unsigned int retry = 0, st;
-	const char *looser, *field;
+	const char *looser, *field, *budget = NULL;
 	struct ag_effect *e;
 	json_t *errs = NULL, *j;
 	int err;
@@ -165,10 +183,10 @@ static enum MHD_Result create(const struct call *k)
 	snprintf(id, sizeof(id), "%s", req.id);
 	err = ag_submit(a, &req, tenant, k->who->uid, k->who->gid, k->who->pid,
 			k->who->effect[0] ? k->who->effect : NULL, k->who->in_pod ? &k->who->pod : NULL,
-			&e, &retry);
+			&e, &retry, &budget);
 	bm_request_free(&req);
 	if (err && err != -EEXIST)
-		return refused(k->c, err, retry);
+		return refused(k->c, err, retry, budget);
 	st = err ? MHD_HTTP_OK : !e || e->started ? MHD_HTTP_CREATED : MHD_HTTP_ACCEPTED;
 	if (!err && e && e->launching) {
 		/* 201 says it runs: wait for the spawner's answer (ag_api_launched()) */
@@ -253,17 +271,32 @@ static enum MHD_Result list(const struct call *k)
 	return ag_api_reply(k->c, MHD_HTTP_OK, json_pack("{s:o}", "effects", l.arr), 0);
 }
 
+/* Root outside any effect: the operator (or `run` on a tenant's behalf). */
+static bool operator(const struct caller *who)
+{
+	return !who->uid && !who->effect[0];
+}
+
 static enum MHD_Result health(const struct call *k)
 {
 	struct bm_agent *a = k->api->a;
 	const struct bm_features *f = bm_loader__features(a->loader);
 
+	/* who caused the node's pressure names other tenants: for the operator only */
 	return ag_api_reply(k->c, MHD_HTTP_OK,
-			    json_pack("{s:s, s:i, s:i, s:b, s:{s:b, s:b, s:s}}", "status", "ok",
-				      "running", a->running, "queued", a->queue.n, "adopted",
+			    json_pack("{s:s, s:i, s:i, s:b, s:{s:b, s:b, s:s}, s:o}", "status",
+				      "ok", "running", a->running, "queued", a->queue.n, "adopted",
 				      bm_loader__adopted(a->loader), "meter", "cgroup_storage",
-				      f->cgrp_storage, "tick", f->tick, "net", bm_net_source_name(f->net)),
+				      f->cgrp_storage, "tick", f->tick, "net",
+				      bm_net_source_name(f->net), "pressure",
+				      ag_pressure_json(a, operator(k->who))),
 			    0);
+}
+
+/* GET /v1/tenants/self: the caller's tenant (root may name one with ?tenant=). */
+static enum MHD_Result tenant_self(const struct call *k)
+{
+	return ag_api_reply(k->c, MHD_HTTP_OK, ag_tenant_json(k->api->a, k->who->tenant), 0);
 }
 
 static enum MHD_Result get_one(const struct call *k)
@@ -320,7 +353,7 @@ static enum MHD_Result attach_later(const struct call *k)
 	if (err == -EINVAL)
 		return ag_api_error(k->c, MHD_HTTP_BAD_REQUEST, "expected {\"pid\": N}, N >= 1");
 	if (err == -EPERM)
-		return refused(k->c, err, 0);
+		return refused(k->c, err, 0, NULL);
 	if (err == -EALREADY)
 		return ag_api_error(k->c, MHD_HTTP_CONFLICT,
 				    "the effect is not an attach waiting for its process (launched, "
@@ -342,6 +375,7 @@ static const struct route {
 	enum MHD_Result (*fn)(const struct call *k);
 } routes[] = {
 	{ "GET", "/v1/healthz", NULL, health },
+	{ "GET", "/v1/tenants/self", NULL, tenant_self },
 	{ "POST", "/v1/effects", NULL, create },
 	{ "GET", "/v1/effects", NULL, list },
 	{ "GET", "/v1/effects/", "", get_one },

@@ -22,6 +22,7 @@
 
 #include "agent/agent.h"
 #include "agent/export.h"
+#include "agent/tenant.h"
 #include "agent/watch.h"
 #include "api/api.h"
 #include "api/serve.h"
@@ -108,8 +109,11 @@ static enum MHD_Result metrics_handler(void *cls, struct MHD_Connection *c, cons
 		node.late = stats[BM_STAT_LATE];
 	}
 	bpf_cost(a, &node);
+	node.over_pressure = a->pressure.over_cpu || a->pressure.over_mem;
+	node.pressure_episodes = a->pressure.episodes;
 	node.pods = pods = pods_running(a, &node.n_pods);
 	bm_export__node(a->exp, &node);
+	ag_tenants_export(a);
 	err = bm_export__render(a->exp, om, &text, &len);
 	/* the export keeps no pointer into what is freed */
 	node.pods = NULL;

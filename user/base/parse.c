@@ -143,6 +143,16 @@ int bm_parse_cores(const char *s, uint64_t min_milli, uint64_t max_milli, uint64
 	return parse_with_units(s, core_units, min_milli, max_milli, out);
 }
 
+static const struct unit milli_units[] = {
+	{ "", 1000 },
+	{ NULL, 0 },
+};
+
+int bm_parse_milli(const char *s, uint64_t min_milli, uint64_t max_milli, uint64_t *out)
+{
+	return parse_with_units(s, milli_units, min_milli, max_milli, out);
+}
+
 bool bm_valid_name(const char *s)
 {
 	size_t n;

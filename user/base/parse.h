@@ -28,6 +28,9 @@ int bm_parse_duration_ns(const char *s, uint64_t min_ns, uint64_t max_ns, uint64
 /* CPU cores as a decimal ("0.5", "2", "1.25"), or Kubernetes millicores ("500m"); out in millicores. */
 int bm_parse_cores(const char *s, uint64_t min_milli, uint64_t max_milli, uint64_t *out);
 
+/* A plain decimal ("0.5", "12", "2.125"), no unit, in thousandths: out in [min, max]. */
+int bm_parse_milli(const char *s, uint64_t min_milli, uint64_t max_milli, uint64_t *out);
+
 /* An id or tenant: [A-Za-z0-9._-]{1,64}, not starting with '.' ("." and ".." are paths). */
 bool bm_valid_name(const char *s);
 

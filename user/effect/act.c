@@ -22,8 +22,8 @@ void bm_act_init(struct bm_actuator *a, struct bm_cgroup *cg, struct bm_ceilings
 	a->duty_run_ns = a->duty_period_ns / 2;
 }
 
-static void record(struct bm_actuator *a, const char *action, const struct bm_verdict_action *va,
-		   uint64_t now)
+static void record_as(struct bm_actuator *a, const char *action, const char *reason,
+		      double observed, double threshold, uint64_t now)
 {
 	struct bm_outcome *o = a->out;
 
@@ -32,10 +32,33 @@ static void record(struct bm_actuator *a, const char *action, const struct bm_ve
 	o->actions[o->n_actions++] = (struct bm_action){
 		.at_ms = (double)(now - a->start_ns) / 1e6,
 		.action = action,
-		.reason = bm_pdim_reason(va->dim),
-		.observed = va->observed,
-		.threshold = va->threshold,
+		.reason = reason,
+		.observed = observed,
+		.threshold = threshold,
 	};
+}
+
+static void record(struct bm_actuator *a, const char *action, const struct bm_verdict_action *va,
+		   uint64_t now)
+{
+	record_as(a, action, bm_pdim_reason(va->dim), va->observed, va->threshold, now);
+}
+
+/* The lower of two CPU limits in cores, 0 being none. */
+static double lower(double x, double y)
+{
+	return x <= 0 ? y : y <= 0 || x < y ? x : y;
+}
+
+/* The cap's time is counted only while the ladder does not throttle: never twice. */
+static void cap_clock(struct bm_actuator *a, bool run, uint64_t now)
+{
+	if (a->capped_at_ns && !run) {
+		a->capped_ns += now - a->capped_at_ns;
+		a->capped_at_ns = 0;
+	} else if (!a->capped_at_ns && run) {
+		a->capped_at_ns = now;
+	}
 }
 
 static int set_frozen(struct bm_actuator *a, bool on)
@@ -48,9 +71,10 @@ static int throttle(struct bm_actuator *a, const struct bm_verdict_action *va, u
 {
 	int err = -EOPNOTSUPP;
 
-	if (va->dim == BM_P_CPU)
-		err = bm_ceilings_cpu(a->ceil, a->lim, va->threshold);
-	else if (va->dim == BM_P_MEM)
+	if (va->dim == BM_P_CPU) {
+		err = bm_ceilings_cpu(a->ceil, a->lim, lower(va->threshold, a->cap_cores));
+		a->throttle_cores = err ? 0 : va->threshold;
+	} else if (va->dim == BM_P_MEM)
 		err = bm_ceilings_mem_high(a->ceil, va->threshold);
 	a->duty = err == -EOPNOTSUPP;
 	if (a->duty) {
@@ -65,6 +89,7 @@ static int throttle(struct bm_actuator *a, const struct bm_verdict_action *va, u
 	}
 	a->throttled = true;
 	a->throttled_at_ns = now;
+	cap_clock(a, false, now);
 	return err;
 }
 
@@ -78,12 +103,54 @@ static int unthrottle(struct bm_actuator *a, uint64_t now)
 		if (a->duty_frozen && !a->frozen)
 			err = set_frozen(a, false);
 	} else {
-		(void)bm_ceilings_cpu(a->ceil, a->lim, 0);
+		/* back to the ceiling, or to the cap from outside where one holds */
+		(void)bm_ceilings_cpu(a->ceil, a->lim,
+				      lower(a->cap_cores, a->lim->cpu_milli / 1000.0));
 		(void)bm_ceilings_mem_high(a->ceil, 0);
 	}
 	a->throttled_ns += now - a->throttled_at_ns;
 	a->throttled = a->duty = a->duty_frozen = false;
+	a->throttle_cores = 0;
+	cap_clock(a, a->capped, now);
 	return err;
+}
+
+/* The smallest quota cpu.max takes: 1 ms in a 100 ms period. */
+#define CAP_MIN_CORES 0.01
+
+int bm_act_cap(struct bm_actuator *a, double cores, unsigned int weight, const char *reason,
+	       double observed, uint64_t now)
+{
+	double limit;
+	bool on;
+	int err;
+
+	if (a->ended)
+		return -EALREADY;
+	if (!a->ceil->v2_cpu && a->ceil->v1_cpu_dirfd < 0)
+		return -EOPNOTSUPP;
+	cores = cores > 0 && cores < CAP_MIN_CORES ? CAP_MIN_CORES : cores > 0 ? cores : 0;
+	if (weight != a->cap_weight) {
+		err = bm_ceilings_cpu_weight(a->ceil, weight);
+		if (err)
+			return err;
+		a->cap_weight = weight;
+	}
+	if (cores == a->cap_cores)
+		return 0;
+	/* under the ceiling and under the ladder's throttle, whichever is lower */
+	limit = lower(lower(cores, a->throttle_cores), a->lim->cpu_milli / 1000.0);
+	err = bm_ceilings_cpu(a->ceil, a->lim, limit);
+	if (err)
+		return err;
+	on = cores > 0;
+	if (on != a->capped)
+		record_as(a, on ? "throttle" : "unthrottle", reason, observed, on ? cores : a->cap_cores,
+			  now);
+	a->cap_cores = cores;
+	a->capped = on;
+	cap_clock(a, a->capped && !a->throttled, now);
+	return 0;
 }
 
 static void end_freeze(struct bm_actuator *a, uint64_t now)
@@ -159,6 +226,7 @@ void bm_act_finish(struct bm_actuator *a, uint64_t now)
 		set_frozen(a, false);
 	end_freeze(a, now);
 	unthrottle(a, now);
+	cap_clock(a, false, now);
 	a->out->frozen_s = a->frozen_ns / 1e9;
-	a->out->throttled_s = a->throttled_ns / 1e9;
+	a->out->throttled_s = (a->throttled_ns + a->capped_ns) / 1e9;
 }

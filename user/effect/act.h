@@ -37,6 +37,16 @@ struct bm_actuator {
 	bool duty_frozen;
 	uint64_t duty_next_ns;
 
+	/*
+	 * A CPU cap from outside the ladder (the agent's tenant budgets, the
+	 * node's pressure): cpu.max never above it, whatever the ladder does.
+	 */
+	double cap_cores;		/* 0: none */
+	unsigned int cap_weight;	/* its CPU weight meanwhile (cgroup v2 units), 0: the default */
+	bool capped;
+	uint64_t capped_at_ns, capped_ns;	/* time capped while the ladder did not throttle */
+	double throttle_cores;		/* the ladder's own CPU throttle (controller), 0: none */
+
 	bool ended;			/* a cancel or kill was sent */
 	enum bm_pdim cause;
 	const char *by;			/* "policy" or "kernel" */
@@ -49,6 +59,20 @@ void bm_act_init(struct bm_actuator *a, struct bm_cgroup *cg, struct bm_ceilings
 /* Carry out one action at now_ns; by is recorded as who decided. Returns 0 or -errno. */
 int bm_act_do(struct bm_actuator *a, const struct bm_verdict_action *va, const char *by,
 	      uint64_t now_ns);
+
+/*
+ * Cap the effect's CPU at cores (0 lifts the cap) and set its CPU weight
+ * against its siblings (cgroup v2 units, 1 yields to them all; 0 is the
+ * default) through its controller, for reason (a static string, e.g.
+ * "cpu_seconds_budget"), observed being what moved the caller. A cap put
+ * on or lifted is recorded in the outcome as a throttle or an unthrottle
+ * with that reason (a new level or weight is not). The ceiling and the
+ * ladder's own throttle still hold where they are lower. Returns 0,
+ * -EOPNOTSUPP (no CPU controller for the effect: nothing is done),
+ * -EALREADY (it has ended) or -errno.
+ */
+int bm_act_cap(struct bm_actuator *a, double cores, unsigned int weight, const char *reason,
+	       double observed, uint64_t now_ns);
 
 /* Toggle the duty cycle if it is due. Returns the next time it needs a call, or UINT64_MAX. */
 uint64_t bm_act_tick(struct bm_actuator *a, uint64_t now_ns);

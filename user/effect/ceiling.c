@@ -257,6 +257,19 @@ int bm_ceilings_cpu(struct bm_ceilings *c, const struct bm_limits *lim, double c
 	return -EOPNOTSUPP;
 }
 
+int bm_ceilings_cpu_weight(struct bm_ceilings *c, unsigned int weight)
+{
+	unsigned long long shares;
+
+	weight = !weight ? 100 : weight > 10000 ? 10000 : weight;
+	if (c->v2_cpu)
+		return write_u64(c->v2_dirfd, "cpu.weight", weight);
+	if (c->v1_cpu_dirfd < 0)
+		return -EOPNOTSUPP;
+	shares = (unsigned long long)weight * 1024 / 100;
+	return write_u64(c->v1_cpu_dirfd, "cpu.shares", shares < 2 ? 2 : shares);
+}
+
 int bm_ceilings_mem_high(struct bm_ceilings *c, double bytes)
 {
 	if (!c->v2_mem)

@@ -64,6 +64,12 @@ const int *bm_ceilings_join_fds(const struct bm_ceilings *c, int *n);
 
 /* Throttle CPU to cores (0 restores the ceiling or no limit). Returns 0, -EOPNOTSUPP, -errno. */
 int bm_ceilings_cpu(struct bm_ceilings *c, const struct bm_limits *lim, double cores);
+/*
+ * The effect's CPU weight against its siblings, in cgroup v2's units
+ * (1-10000; 0 is the default, 100): cpu.weight, or a v1 twin's cpu.shares
+ * (weight x 1024 / 100, at least 2). Returns 0, -EOPNOTSUPP, -errno.
+ */
+int bm_ceilings_cpu_weight(struct bm_ceilings *c, unsigned int weight);
 /* Ask the kernel to reclaim above bytes (v2 memory.high; 0 = max). Returns 0, -EOPNOTSUPP, -errno. */
 int bm_ceilings_mem_high(struct bm_ceilings *c, double bytes);
 

@@ -165,7 +165,8 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 		return -errno;
 	s->out.cgroup = s->cg->path;
 	s->failed_step = "set the ceilings";
-	cpu_throttle = !o->meter_only && (s->o.policy.dim[BM_P_CPU].steps & BM_STEP_BIT(BM_STEP_THROTTLE));
+	cpu_throttle = !o->meter_only &&
+		       (o->cpu_cap || (s->o.policy.dim[BM_P_CPU].steps & BM_STEP_BIT(BM_STEP_THROTTLE)));
 	err = bm_ceilings_apply(env, s->cg, s->name, lim, cpu_throttle, s->ops->cgfs, &s->ceil);
 	if (err)
 		return err;
@@ -411,6 +412,19 @@ static void send_child(struct bm_sup *s, int sig)
 		syscall(SYS_pidfd_send_signal, s->child.pidfd, sig, NULL, 0);
 	else if (s->cg)
 		(void)bm_cgroup__signal(s->cg, sig);
+}
+
+int bm_sup__cap(struct bm_sup *s, double cores, unsigned int weight, const char *reason,
+		double observed)
+{
+	int err;
+
+	if (s->phase != BM_SUP_RUNNING)
+		return -ESRCH;
+	err = bm_act_cap(&s->act, cores, weight, reason, observed, s->ops->now_ns());
+	if (!err)
+		arm_timer(s, 0);
+	return err;
 }
 
 void bm_sup__cancel(struct bm_sup *s, int sig)

@@ -42,6 +42,7 @@ struct bm_sup_opts {
 	const struct bm_exec *exec;	/* how bm_sup__spawn() starts it (NULL: as we are) */
 	const struct bm_sandbox *sandbox; /* what the outcome says was asked (NULL: nothing) */
 	bool meter_only;		/* no controllers: the meter holds every ceiling */
+	bool cpu_cap;			/* a CPU controller even without a ceiling: bm_sup__cap() */
 	bool no_fast_path;		/* no in-kernel kill at ceilings */
 	/*
 	 * No timerfds: the caller watches timer_at and deadline_at (one timer
@@ -144,6 +145,14 @@ void bm_sup__on_deadline(struct bm_sup *s);
 void bm_sup__cancel(struct bm_sup *s, int sig);
 /* Cancel from outside (the API): SIGTERM to every process, cgroup.kill after grace_ns. */
 void bm_sup__terminate(struct bm_sup *s, uint64_t grace_ns);
+/*
+ * Cap a running effect's CPU and set its weight from outside its ladder (the
+ * agent's tenant budgets, the node's pressure): bm_act_cap(), then a look at once, so
+ * that the caller sees the step (its state, the action) as it sees the
+ * ladder's. Returns its 0 or -errno; -ESRCH if the effect is not running.
+ */
+int bm_sup__cap(struct bm_sup *s, double cores, unsigned int weight, const char *reason,
+		double observed);
 /* The command exited (its wait status, when known; -1 if not ours to reap). */
 void bm_sup__exited(struct bm_sup *s, int wait_status);
 /* True once the outcome can be built: the cgroup is empty and the meter drained (or timed out). */

@@ -1,0 +1,695 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Fairness over time, against a real agent (user/agent/tenant.c, budget.c,
+ * fair.c): a tenant over its CPU budget gets 429 with Retry-After and the
+ * budget named, its running effect is held to a cap by the kernel and its
+ * queued call waits while another tenant's starts; a sleeping effect's
+ * memory is charged all the same; launches go by their own bucket; one
+ * tenant cannot fill the queue; a quiet tenant starts before a busy one;
+ * the node's pressure is attributed to its top contributor, which alone is
+ * throttled and held; GET /v1/tenants/self and /metrics show it all. And
+ * the fleet rules for tenants by promtool, on synthetic series.
+ *
+ * Root names the tenant of each request ("tenant" in the body, ?tenant=
+ * in a GET); every tenant carries the run's token.
+ */
+#include "runner.h"
+#include "agent_fx.h"
+#include "prom_fx.h"
+
+static int metrics_port;
+static const char *promtool;
+
+static int setup_b(void **state)
+{
+	int ret = setup(state);
+
+	if (ret)
+		return ret;
+	if (agent_fx_init("budgets", "bmit-budgets")) {
+		teardown(state);
+		return -1;
+	}
+	chmod(ag.dir, 0755);
+	return 0;
+}
+
+static int teardown_b(void **state)
+{
+	int found = agent_leftovers();
+
+	rm_rf(ag.dir);
+	return teardown(state) || found ? -1 : 0;
+}
+
+/* The agent with the queue's limits, a /metrics port, and extra config (budgets...). */
+static void agent_start_p(unsigned int max_running, unsigned int max_queued, unsigned int pressure,
+			  const char *extra)
+{
+	char listen[64];
+	int unused;
+
+	free_ports(&metrics_port, &unused);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", metrics_port);
+	agent_start_cfg(listen, "max_running: %u\nmax_queued: %u\ntenant_max_running: 100\n"
+			"admit_cpu_pressure: %u\nadmit_mem_available: 0\nsocket_mode: \"0666\"\n"
+			"tenants:\n  - { uid: 0, tenant: %s }\n  - { uid: %d, tenant: %s-other }\n%s",
+			max_running, max_queued, pressure, token, NOBODY, token, extra ? extra : "");
+}
+
+/* The same, never paused by the node's own pressure (other work on the machine). */
+static void agent_start(unsigned int max_running, unsigned int max_queued, const char *extra)
+{
+	agent_start_p(max_running, max_queued, 100, extra);
+}
+
+/* The run's name for tenant t: TOKEN-t. */
+static const char *tn(const char *t)
+{
+	static char buf[4][64];
+	static unsigned int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "%s-%s", token, t);
+	return buf[i];
+}
+
+/*
+ * POST a launch of wl_name (args up to NULL) for tenant t: the status; out
+ * (may be NULL) the answer, *retry (may be NULL) its Retry-After.
+ */
+static int post(const char *t, const char *id, json_t **out, unsigned int *retry, const char *wl_name,
+		...) __attribute__((sentinel));
+static int post(const char *t, const char *id, json_t **out, unsigned int *retry, const char *wl_name,
+		...)
+{
+	json_t *req, *e = NULL;
+	unsigned int ra = 0;
+	va_list ap;
+	int st;
+
+	va_start(ap, wl_name);
+	req = vlaunch_req(id, wl_name, ap);
+	va_end(ap);
+	json_object_set_new(req, "tenant", json_string(tn(t)));
+	st = bm_client_call_retry(ag.sock, "POST", "/v1/effects", req, &e, 10000, &ra);
+	json_decref(req);
+	if (retry)
+		*retry = ra;
+	if (out)
+		*out = e;
+	else
+		json_decref(e);
+	return st;
+}
+
+/* GET /v1/tenants/self for tenant t (root names it): a new reference. */
+static json_t *self_of(const char *t)
+{
+	char path[160];
+	json_t *j = NULL;
+
+	snprintf(path, sizeof(path), "/v1/tenants/self?tenant=%s", tn(t));
+	assert_int_equal(call("GET", path, NULL, &j), 200);
+	assert_string_equal(jstr(j, "tenant"), tn(t));
+	return j;
+}
+
+static bool jtrue(json_t *o, const char *path)
+{
+	return json_is_true(jget(o, path));
+}
+
+/* The state of tenant t's effect id (one of four buffers: two may be printed at once). */
+static const char *state_of(const char *t, const char *id)
+{
+	static char st[4][32];
+	static unsigned int i;
+	char path[192];
+	json_t *e = NULL;
+
+	i = (i + 1) % 4;
+	snprintf(path, sizeof(path), "/v1/effects/%s?tenant=%s", id, tn(t));
+	assert_int_equal(call("GET", path, NULL, &e), 200);
+	snprintf(st[i], sizeof(st[i]), "%s", jstr(e, "state"));
+	json_decref(e);
+	return st[i];
+}
+
+/* Poll (every 20 ms, up to ms) until tenant t's effect id leaves state `from`; its new state. */
+static const char *wait_leaves(const char *t, const char *id, const char *from, int ms)
+{
+	const char *st;
+	int w;
+
+	for (w = 0; w < ms; w += 20) {
+		st = state_of(t, id);
+		if (strcmp(st, from))
+			return st;
+		usleep(20000);
+	}
+	fail_msg("%s/%s still %s after %d ms", tn(t), id, from, ms);
+	return NULL;
+}
+
+static void cancel(const char *t, const char *id)
+{
+	char path[192];
+	json_t *e = NULL;
+
+	snprintf(path, sizeof(path), "/v1/effects/%s/cancel?tenant=%s", id, tn(t));
+	(void)call("POST", path, NULL, &e);
+	json_decref(e);
+}
+
+/* /metrics from the agent (malloc'd). */
+static char *scrape(void)
+{
+	char *text = NULL;
+
+	assert_int_equal(http_get(metrics_port, "/metrics", NULL, &text, NULL, 0), 200);
+	return text;
+}
+
+/* The value of the series `name{labels}` in text (labels "" for none); fails if it is absent. */
+static double metric(const char *text, const char *name, const char *labels)
+{
+	char key[512];
+	const char *p;
+	size_t n;
+
+	snprintf(key, sizeof(key), "\n%s%s%s%s ", name, *labels ? "{" : "", labels, *labels ? "}" : "");
+	n = strlen(key);
+	p = strstr(text, key);
+	if (!p)
+		fail_msg("no series %s in /metrics", key + 1);
+	return strtod(p + n, NULL);
+}
+
+/* tenant="TOKEN-t"[,more] */
+static const char *lab(const char *t, const char *more)
+{
+	static char buf[4][256];
+	static unsigned int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "tenant=\"%s\"%s%s", tn(t), more ? "," : "", more ? more : "");
+	return buf[i];
+}
+
+/* Does effect e's outcome hold an action `action` with reason `reason`? */
+static bool has_action(json_t *e, const char *action, const char *reason)
+{
+	json_t *x;
+	size_t i;
+
+	json_array_foreach(jget(e, "outcome.actions"), i, x)
+		if (!strcmp(jstr(x, "action"), action) && !strcmp(jstr(x, "reason"), reason))
+			return true;
+	return false;
+}
+
+/* ------------------------------------------------------------------ tests */
+
+/*
+ * Tenant "hog" has 0.3 CPU-s of burst at 0.05 cores. Its 1-core effect
+ * empties the bucket within a second or so; from then: its next POST is
+ * 429 naming cpu_seconds with a Retry-After, the effect runs held to 0.04
+ * cores (cpu.max or cfs_quota: the kernel holds it), and once it is gone
+ * its queued call waits while tenant "calm"'s starts; all of it shows in
+ * /v1/tenants/self and /metrics. What the buckets were charged is what the
+ * outcomes say was used.
+ */
+static void test_budgets_cpu_over_budget(void **state)
+{
+	json_t *e = NULL, *s, *h1, *h2;
+	unsigned int retry = 0;
+	double cpu_used, cpu_out, used_exh, t_exh, wall, held;
+	char extra[512], *m;
+	uint64_t t0;
+	const char *st;
+	int t;
+
+	snprintf(extra, sizeof(extra), "budgets:\n  tenants:\n    - tenant: %s\n"
+		 "      cpu_seconds: { rate: 0.05, burst: 0.3 }\n", tn("hog"));
+	agent_start(1, 16, extra);
+	t0 = now_ns();
+	assert_int_equal(post("hog", "h1", NULL, NULL, "bm-hog", "30", "1", NULL), 201);
+	assert_int_equal(post("hog", "h2", NULL, NULL, "bm-sleeper", "200", NULL), 202);
+	/* a full bucket: the tenant is not held */
+	s = self_of("hog");
+	assert_true(jtrue(s, "budgets.cpu_seconds.limited"));
+	assert_false(jtrue(s, "budgets.cpu_seconds.exhausted"));
+	assert_true(jnum(s, "budgets.cpu_seconds.rate") == 0.05);
+	assert_true(jnum(s, "budgets.cpu_seconds.burst") == 0.3);
+	assert_false(jtrue(s, "budgets.memory_gib_seconds.limited"));
+	json_decref(s);
+	for (t = 0, s = NULL; t < 10000; t += 20) {
+		json_decref(s);
+		s = self_of("hog");
+		if (jtrue(s, "budgets.cpu_seconds.exhausted"))
+			break;
+		usleep(20000);
+	}
+	t_exh = (double)(now_ns() - t0) / 1e9;
+	used_exh = jnum(s, "budgets.cpu_seconds.used");
+	integ_note("hog exhausted its CPU budget %.2f s in: level %.3f CPU-s, used %.3f", t_exh,
+		   jnum(s, "budgets.cpu_seconds.level"), used_exh);
+	assert_true(jtrue(s, "budgets.cpu_seconds.exhausted"));
+	json_decref(s);
+
+	/* a POST now: 429, Retry-After from the bucket, the budget named */
+	assert_int_equal(post("hog", "h3", &e, &retry, "bm-sleeper", "10", NULL), 429);
+	integ_note("429: %s (Retry-After %u)", jstr(e, "error"), retry);
+	assert_string_equal(jstr(e, "budget"), "cpu_seconds");
+	assert_non_null(strstr(jstr(e, "error"), "cpu_seconds"));
+	assert_true(retry >= 1 && retry <= 60);
+	assert_int_equal(jint(e, "retry_after_s"), retry);
+	json_decref(e);
+	e = NULL;
+
+	/* another tenant's call, queued after h2 */
+	assert_int_equal(post("calm", "c1", NULL, NULL, "bm-sleeper", "300", NULL), 202);
+	st = wait_leaves("hog", "h1", "running", 2000);
+	assert_string_equal(st, "throttled");
+	s = self_of("hog");
+	assert_true(jtrue(s, "held"));
+	assert_string_equal(jstr(s, "held_by"), "cpu_seconds");
+	assert_int_equal(jint(s, "queued"), 1);
+	assert_int_equal(jint(s, "running"), 1);
+	assert_true(fabs(jnum(s, "cap_cores") - 0.04) < 1e-9);
+	assert_true(jtrue(s, "yielding"));
+	assert_true(jnum(s, "budgets.cpu_seconds.level") < 0.075);
+	assert_true(jint(s, "budgets.cpu_seconds.retry_after_s") >= 1);
+	assert_int_equal(jint(s, "budgets.cpu_seconds.exhaustions"), 1);
+	json_decref(s);
+
+	m = scrape();
+	assert_true(metric(m, "burstmeter_tenant_budget_exhausted", lab("hog", "budget=\"cpu_seconds\"")) == 1);
+	assert_true(metric(m, "burstmeter_tenant_budget_exhausted", lab("calm", "budget=\"cpu_seconds\"")) == 0);
+	assert_true(metric(m, "burstmeter_tenant_budget_remaining_ratio",
+			   lab("hog", "budget=\"cpu_seconds\"")) < 0.25);
+	assert_true(metric(m, "burstmeter_tenant_refusals_total", lab("hog", "reason=\"cpu_seconds\"")) == 1);
+	assert_true(metric(m, "burstmeter_tenant_throttles_total", lab("hog", "cause=\"cpu_seconds\"")) == 1);
+	assert_true(metric(m, "burstmeter_tenant_throttled", lab("hog", NULL)) == 1);
+	assert_true(metric(m, "burstmeter_tenant_queued", lab("hog", NULL)) == 1);
+	assert_true(metric(m, "burstmeter_tenant_queued", lab("calm", NULL)) == 1);
+	assert_true(metric(m, "burstmeter_tenant_cpu_seconds_total", lab("hog", NULL)) >= 0.3);
+	assert_true(metric(m, "burstmeter_tenant_launches_total", lab("hog", NULL)) == 2);
+	free(m);
+
+	/*
+	 * A second held, then h1 goes: the bucket gains at most 0.05 CPU-s a
+	 * second (less what h1 still gets), and back at a quarter of its burst
+	 * (0.075) takes half a second or more from there, so hog is still held
+	 * when the slot frees, and calm's call starts before h2.
+	 */
+	usleep(1000 * 1000);
+	cancel("hog", "h1");
+	h1 = wait_final_as(tn("hog"), "h1", 15000);
+	st = wait_leaves("calm", "c1", "queued", 3000);
+	integ_note("h1 ended; c1 then %s, h2 %s", st, state_of("hog", "h2"));
+	assert_string_equal(state_of("hog", "h2"), "queued");
+	wall = jnum(h1, "outcome.wall_seconds");
+	held = wall - t_exh;
+	integ_note("h1: %.3f CPU-s in %.2f s (the budget allows %.3f), throttled %.2f s of the %.2f s "
+		   "after it ran out", jnum(h1, "outcome.totals.cpu_seconds"), wall, 0.3 + 0.05 * wall,
+		   jnum(h1, "outcome.throttled_seconds"), held);
+	/*
+	 * The budget's promise: its burst and its rate, and what one read of the
+	 * meter and a tick overshoot; a core for the whole time without it.
+	 */
+	assert_true(jnum(h1, "outcome.totals.cpu_seconds") <= 0.3 + 0.05 * wall + 0.15);
+	assert_true(jnum(h1, "outcome.totals.cpu_seconds") >= used_exh - 0.01);
+	assert_true(jnum(h1, "outcome.throttled_seconds") >= 0.5);
+	assert_true(has_action(h1, "throttle", "cpu_seconds_budget"));
+	json_decref(wait_final_as(tn("calm"), "c1", 10000));
+	/* once the bucket is back at a quarter of its burst, h2 runs */
+	h2 = wait_final_as(tn("hog"), "h2", 15000);
+	assert_string_equal(jstr(h2, "state"), "succeeded");
+
+	/* what the buckets were charged, window by window, is what the outcomes measured */
+	s = self_of("hog");
+	cpu_used = jnum(s, "budgets.cpu_seconds.used");
+	cpu_out = jnum(h1, "outcome.totals.cpu_seconds") + jnum(h2, "outcome.totals.cpu_seconds");
+	integ_note("charged %.4f CPU-s, outcomes %.4f CPU-s", cpu_used, cpu_out);
+	assert_true(fabs(cpu_used - cpu_out) <= 0.01 + 0.02 * cpu_out);
+	assert_false(jtrue(s, "held"));
+	assert_true(jnum(s, "cap_cores") == 0);
+	json_decref(s);
+	json_decref(h1);
+	json_decref(h2);
+
+	/* a caller who is not root sees its own tenant, nobody else's */
+	assert_int_equal(call_as_json(NOBODY, "GET", "/v1/tenants/self", NULL, &s), 200);
+	assert_string_equal(jstr(s, "tenant"), tn("other"));
+	json_decref(s);
+	assert_int_equal(call_as(NOBODY, "GET", "/v1/tenants/self?tenant=x", NULL), 403);
+	agent_finish();
+	assert_clean(*state);
+}
+
+/*
+ * A sleeping effect is not read, yet the memory it holds is charged every
+ * tick: 64 MiB held is 1/16 GiB-s a second, and a budget of 0.05 GiB-s
+ * runs out within a second of holding.
+ */
+static void test_budgets_sleeping_memory_is_charged(void **state)
+{
+	json_t *s, *e = NULL;
+	unsigned int retry = 0;
+	double u0, u1, dt;
+	uint64_t t0;
+	char extra[512];
+	int t;
+
+	snprintf(extra, sizeof(extra), "budgets:\n  tenants:\n    - tenant: %s\n"
+		 "      memory_gib_seconds: { rate: 0.01, burst: 0.05 }\n", tn("mem"));
+	agent_start(4, 16, extra);
+	assert_int_equal(post("mem", "m1", NULL, NULL, "bm-memtouch", "64", "4000", NULL), 201);
+	/* past the touch of its pages: it holds them, idle */
+	usleep(800 * 1000);
+	s = self_of("mem");
+	u0 = jnum(s, "budgets.memory_gib_seconds.used");
+	t0 = now_ns();
+	json_decref(s);
+	usleep(1000 * 1000);
+	s = self_of("mem");
+	u1 = jnum(s, "budgets.memory_gib_seconds.used");
+	dt = (double)(now_ns() - t0) / 1e9;
+	integ_note("64 MiB held: %.4f GiB-s charged in %.2f s (1/16 GiB-s a second: %.4f)", u1 - u0, dt,
+		   dt / 16);
+	assert_between(u1 - u0, dt / 16 * 0.8, dt / 16 * 1.2);
+	for (t = 0; !jtrue(s, "budgets.memory_gib_seconds.exhausted") && t < 3000; t += 50) {
+		json_decref(s);
+		usleep(50000);
+		s = self_of("mem");
+	}
+	assert_true(jtrue(s, "budgets.memory_gib_seconds.exhausted"));
+	assert_string_equal(jstr(s, "held_by"), "memory_gib_seconds");
+	/* no CPU cap for memory: its queue waits, its POSTs are refused */
+	assert_true(jnum(s, "cap_cores") == 0);
+	json_decref(s);
+	assert_int_equal(post("mem", "m2", &e, &retry, "bm-sleeper", "10", NULL), 429);
+	assert_string_equal(jstr(e, "budget"), "memory_gib_seconds");
+	/* 64 MiB held goes on using 1/16 GiB-s a second: the net refill is the floor, a tenth */
+	integ_note("429 for memory: Retry-After %u s", retry);
+	assert_true(retry >= 1);
+	json_decref(e);
+	e = wait_final_as(tn("mem"), "m1", 15000);
+	assert_string_equal(jstr(e, "state"), "succeeded");
+	json_decref(e);
+	agent_finish();
+	assert_clean(*state);
+}
+
+/*
+ * Launches have a bucket of their own; and queue slots are shared: a
+ * tenant may hold max_queued x its weight over the weights of the tenants
+ * waiting, itself and one newcomer included, so that whoever comes next
+ * still finds room, and the queue as a whole stays bounded.
+ */
+static void test_budgets_launches_and_queue_share(void **state)
+{
+	static const char *const ids[] = { "a1", "a2", "a3", "b1", "b2", "c1" };
+	json_t *e = NULL, *s;
+	unsigned int retry = 0, i;
+	char extra[512];
+	int st;
+
+	snprintf(extra, sizeof(extra), "budgets:\n  tenants:\n    - tenant: %s\n"
+		 "      launches: { rate: 1, burst: 2 }\n", tn("launcher"));
+	agent_start(1, 6, extra);
+	assert_int_equal(post("a", "r0", NULL, NULL, "bm-sleeper", "30000", NULL), 201);
+
+	/* launches: two at once, the third waits for a token (one a second) */
+	assert_int_equal(post("launcher", "l1", NULL, NULL, "bm-sleeper", "10", NULL), 202);
+	assert_int_equal(post("launcher", "l2", NULL, NULL, "bm-sleeper", "10", NULL), 202);
+	assert_int_equal(post("launcher", "l3", &e, &retry, "bm-sleeper", "10", NULL), 429);
+	assert_string_equal(jstr(e, "budget"), "launches");
+	assert_int_equal(retry, 1);
+	json_decref(e);
+	e = NULL;
+	usleep(1100 * 1000);
+	assert_int_equal(post("launcher", "l4", NULL, NULL, "bm-sleeper", "10", NULL), 202);
+	cancel("launcher", "l1");
+	cancel("launcher", "l2");
+	cancel("launcher", "l4");
+
+	/* alone, a tenant holds half the queue (6 x 1 / (1 + 1)): 3 */
+	for (i = 0; i < 3; i++)
+		assert_int_equal(post("a", ids[i], NULL, NULL, "bm-sleeper", "10", NULL), 202);
+	assert_int_equal(post("a", "a4", &e, &retry, "bm-sleeper", "10", NULL), 429);
+	assert_string_equal(jstr(e, "budget"), "queue_share");
+	assert_true(retry >= 1);
+	json_decref(e);
+	e = NULL;
+	/* the next one finds room: 6 x 1 / (1 + 1 + 1) = 2 */
+	for (i = 3; i < 5; i++)
+		assert_int_equal(post("b", ids[i], NULL, NULL, "bm-sleeper", "10", NULL), 202);
+	assert_int_equal(post("b", "b3", NULL, NULL, "bm-sleeper", "10", NULL), 429);
+	/* and the one after: 6 / 4 = 1, the last slot of the queue */
+	assert_int_equal(post("c", "c1", NULL, NULL, "bm-sleeper", "10", NULL), 202);
+	/* the queue is full: the node's bound, not a share */
+	assert_int_equal(post("d", "d1", &e, &retry, "bm-sleeper", "10", NULL), 429);
+	assert_null(jget(e, "budget"));
+	assert_string_equal(jstr(e, "error"), "the queue is full");
+	json_decref(e);
+	s = self_of("a");
+	assert_int_equal(jint(s, "queued"), 3);
+	assert_int_equal(jint(s, "queue_share"), 1);	/* 6 / (a + b + c + one more) */
+	json_decref(s);
+	s = self_of("d");	/* never admitted: what it would start with */
+	assert_int_equal(jint(s, "queued"), 0);
+	json_decref(s);
+	cancel("a", "r0");
+	for (i = 0; i < 6; i++) {
+		e = wait_final_as(tn(ids[i][0] == 'a' ? "a" : ids[i][0] == 'b' ? "b" : "c"), ids[i], 15000);
+		st = strcmp(jstr(e, "state"), "succeeded");
+		json_decref(e);
+		assert_int_equal(st, 0);
+	}
+	json_decref(wait_final_as(tn("a"), "r0", 10000));
+	agent_finish();
+	assert_clean(*state);
+}
+
+/*
+ * Fair admission: "busy" has used a core for a second and a half; "quiet"
+ * nothing. With one slot, quiet's call starts before busy's two, though
+ * they were submitted first (FIFO would start busy's).
+ */
+static void test_budgets_quiet_starts_before_busy(void **state)
+{
+	json_t *s, *q;
+	const char *st;
+
+	agent_start(1, 16, NULL);
+	assert_int_equal(post("busy", "b1", NULL, NULL, "bm-hog", "1.5", "1", NULL), 201);
+	assert_int_equal(post("busy", "b2", NULL, NULL, "bm-sleeper", "400", NULL), 202);
+	assert_int_equal(post("busy", "b3", NULL, NULL, "bm-sleeper", "400", NULL), 202);
+	assert_int_equal(post("quiet", "q1", NULL, NULL, "bm-sleeper", "400", NULL), 202);
+	json_decref(wait_final_as(tn("busy"), "b1", 10000));
+	st = wait_leaves("quiet", "q1", "queued", 3000);
+	integ_note("b1 ended: q1 %s, b2 %s", st, state_of("busy", "b2"));
+	assert_string_equal(state_of("busy", "b2"), "queued");
+	s = self_of("busy");
+	q = self_of("quiet");
+	integ_note("fair use: busy %.4f node-s, quiet %.4f node-s", jnum(s, "fair.usage_node_seconds"),
+		   jnum(q, "fair.usage_node_seconds"));
+	assert_true(jnum(s, "fair.usage_node_seconds") > 10 * jnum(q, "fair.usage_node_seconds"));
+	json_decref(s);
+	json_decref(q);
+	json_decref(wait_final_as(tn("quiet"), "q1", 10000));
+	json_decref(wait_final_as(tn("busy"), "b2", 10000));
+	json_decref(wait_final_as(tn("busy"), "b3", 10000));
+	agent_finish();
+	assert_clean(*state);
+}
+
+/* The pressure file the agent reads (a cgroup's cpu.pressure is read the same way). */
+static char psi[PATH_MAX + 32];
+
+static void write_psi(double avg10, uint64_t total_us)
+{
+	char text[256], tmp[PATH_MAX + 40];
+
+	snprintf(text, sizeof(text), "some avg10=%.2f avg60=%.2f avg300=%.2f total=%llu\n"
+		 "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", avg10, avg10, avg10,
+		 (unsigned long long)total_us);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", psi);
+	write_file(tmp, text);
+	assert_int_equal(rename(tmp, psi), 0);
+}
+
+/*
+ * The node's pressure, attributed: cpu some avg10 at 90 % (a PSI file the
+ * test writes; admit_cpu_pressure 50). The agent names the top tenant and
+ * effect (tenant "top", a core; "calm" sleeps), and with pressure_action
+ * throttle_top throttles and holds top alone. While the last second's
+ * pressure stays high nothing starts; once it falls, calm's call starts
+ * though avg10 is still over, and top's waits. Under the bound again for
+ * 2 s, top runs free and its queued call starts.
+ */
+static void test_budgets_pressure_attributed(void **state)
+{
+	json_t *h = NULL, *s, *top;
+	uint64_t t0, total = 1000;
+	char extra[PATH_MAX + 256], *m, *log;
+	const char *st;
+	int t;
+
+	snprintf(psi, sizeof(psi), "%s/cpu.pressure", ag.dir);
+	write_psi(0, total);
+	snprintf(extra, sizeof(extra), "admit_cpu_pressure_file: %s\npressure_action: throttle_top\n", psi);
+	agent_start_p(4, 16, 50, extra);
+	assert_int_equal(call("GET", "/v1/healthz", NULL, &h), 200);
+	json_decref(h);
+	assert_int_equal(post("top", "t1", NULL, NULL, "bm-hog", "10", "1", NULL), 201);
+	assert_int_equal(post("calm", "c1", NULL, NULL, "bm-sleeper", "10000", NULL), 201);
+	/* its last second of CPU, for the attribution */
+	usleep(1500 * 1000);
+	/* 90 %: avg10, and the total growing at 0.9 s a second */
+	for (t = 0, t0 = now_ns(), top = NULL; t < 5000; t += 50) {
+		write_psi(90, total + (now_ns() - t0) * 9 / 10 / 1000);
+		json_decref(top);
+		top = self_of("top");
+		if (jtrue(top, "pressure.throttled"))
+			break;
+		usleep(50000);
+	}
+	integ_note("top throttled for the node's pressure %d ms after it rose", t);
+	assert_true(jtrue(top, "pressure.throttled"));
+	assert_true(jtrue(top, "held"));
+	/* its weighted share of 2 CPUs among 2 tenants, at 0.8: 0.8 cores */
+	assert_true(fabs(jnum(top, "cap_cores") - 0.8 * ncpu / 2) < 1e-9);
+	json_decref(top);
+	assert_string_equal(wait_leaves("top", "t1", "running", 2000), "throttled");
+	s = self_of("calm");
+	assert_false(jtrue(s, "pressure.throttled"));
+	assert_false(jtrue(s, "held"));
+	json_decref(s);
+	/* root's healthz names who contributed most */
+	h = NULL;
+	assert_int_equal(call("GET", "/v1/healthz", NULL, &h), 200);
+	assert_true(jtrue(h, "pressure.over"));
+	assert_string_equal(jstr(h, "pressure.action"), "throttle_top");
+	assert_string_equal(jstr(json_array_get(jget(h, "pressure.top_tenants"), 0), "tenant"), tn("top"));
+	assert_true(jnum(json_array_get(jget(h, "pressure.top_tenants"), 0), "share") > 0.9);
+	assert_string_equal(jstr(json_array_get(jget(h, "pressure.top_effects"), 0), "id"), "t1");
+	json_decref(h);
+	/* a tenant's healthz names nobody */
+	h = NULL;
+	assert_int_equal(call_as_json(NOBODY, "GET", "/v1/healthz", NULL, &h), 200);
+	assert_true(jtrue(h, "pressure.over"));
+	assert_null(jget(h, "pressure.top_tenants"));
+	json_decref(h);
+
+	/*
+	 * A second and more at 90 % (the agent measures the last second from
+	 * the total): nothing starts, top's call nor calm's.
+	 */
+	for (t = 0; t < 1500; t += 100) {
+		write_psi(90, total + (now_ns() - t0) * 9 / 10 / 1000);
+		usleep(100 * 1000);
+	}
+	assert_int_equal(post("top", "t2", NULL, NULL, "bm-sleeper", "100", NULL), 202);
+	assert_int_equal(post("calm", "c2", NULL, NULL, "bm-sleeper", "100", NULL), 202);
+	for (t = 0; t < 500; t += 100) {
+		write_psi(90, total + (now_ns() - t0) * 9 / 10 / 1000);
+		usleep(100 * 1000);
+	}
+	assert_string_equal(state_of("calm", "c2"), "queued");
+	assert_string_equal(state_of("top", "t2"), "queued");
+	/* the total stops growing (avg10 still 90): calm's call starts, top's waits */
+	total += (now_ns() - t0) * 9 / 10 / 1000;
+	write_psi(90, total);
+	st = wait_leaves("calm", "c2", "queued", 4000);
+	integ_note("the last second calm: c2 %s, t2 %s", st, state_of("top", "t2"));
+	assert_string_equal(state_of("top", "t2"), "queued");
+	m = scrape();
+	assert_true(metric(m, "burstmeter_node_over_pressure", "") == 1);
+	assert_true(metric(m, "burstmeter_node_pressure_episodes_total", "") == 1);
+	assert_true(metric(m, "burstmeter_tenant_throttles_total", lab("top", "cause=\"node_pressure\"")) == 1);
+	assert_true(metric(m, "burstmeter_tenant_throttles_total", lab("calm", "cause=\"node_pressure\"")) == 0);
+	assert_true(metric(m, "burstmeter_tenant_pressure_share", lab("top", NULL)) > 0.5);
+	free(m);
+
+	/* under the bound again: 2 s later top runs free, and its queued call starts */
+	write_psi(10, total);
+	st = wait_leaves("top", "t2", "queued", 6000);
+	s = self_of("top");
+	assert_false(jtrue(s, "pressure.throttled"));
+	assert_true(jnum(s, "cap_cores") == 0);
+	json_decref(s);
+	json_decref(wait_final_as(tn("top"), "t2", 10000));
+	json_decref(wait_final_as(tn("calm"), "c2", 10000));
+	cancel("top", "t1");
+	cancel("calm", "c1");
+	h = wait_final_as(tn("top"), "t1", 10000);
+	assert_true(has_action(h, "throttle", "node_pressure"));
+	assert_true(has_action(h, "unthrottle", "node_pressure"));
+	json_decref(h);
+	json_decref(wait_final_as(tn("calm"), "c1", 10000));
+	/* the agent said so, naming the tenant and its effect */
+	log = NULL;
+	{
+		FILE *f = fopen(ag.log, "re");
+		static char buf[1 << 16];
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+		buf[n] = '\0';
+		if (f)
+			fclose(f);
+		log = strstr(buf, "node pressure: cpu some avg10 above admit_cpu_pressure; top tenants");
+		assert_non_null(log);
+		assert_non_null(strstr(log, tn("top")));
+		assert_non_null(strstr(log, "/t1 "));
+		assert_non_null(strstr(buf, "node pressure: throttling tenant"));
+	}
+	agent_finish();
+	assert_clean(*state);
+}
+
+/*
+ * The fleet rules for tenants (tools/dashboards/rules.yaml, group
+ * burstmeter.tenants) by promtool: check, and their unit tests on synthetic
+ * series of two nodes' agents (tools/dashboards/rules_test.yaml).
+ */
+static void test_budgets_fleet_rules_promtool(void **state)
+{
+	const char *dir = getenv("BM_DASHBOARDS") && *getenv("BM_DASHBOARDS") ? getenv("BM_DASHBOARDS")
+									      : "tools/dashboards";
+	char cmd[PATH_MAX * 2];
+	int rc;
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "%s check rules %s/rules.yaml >/dev/null", promtool, dir);
+	rc = system(cmd);
+	assert_int_equal(rc, 0);
+	snprintf(cmd, sizeof(cmd), "%s test rules %s/rules_test.yaml", promtool, dir);
+	rc = system(cmd);
+	if (rc)
+		fail_msg("%s: status %#x", cmd, rc);
+}
+
+int main(void)
+{
+	struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_budgets_fleet_rules_promtool),
+		cmocka_unit_test_setup_teardown(test_budgets_cpu_over_budget, setup_b, teardown_b),
+		cmocka_unit_test_setup_teardown(test_budgets_sleeping_memory_is_charged, setup_b, teardown_b),
+		cmocka_unit_test_setup_teardown(test_budgets_launches_and_queue_share, setup_b, teardown_b),
+		cmocka_unit_test_setup_teardown(test_budgets_quiet_starts_before_busy, setup_b, teardown_b),
+		cmocka_unit_test_setup_teardown(test_budgets_pressure_attributed, setup_b, teardown_b),
+	};
+	size_t n;
+	int rc = runner_init("test_budgets");
+
+	if (rc)
+		return rc;
+	(void)prometheus;
+	promtool = getenv("BM_PROMTOOL") && *getenv("BM_PROMTOOL") ? getenv("BM_PROMTOOL") : "/usr/bin/promtool";
+	n = integ_filter(tests, sizeof(tests) / sizeof(tests[0]));
+	return _cmocka_run_group_tests("budgets", tests, n, NULL, NULL);
+}

@@ -1,0 +1,727 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Tenants over time (tenant.h): budgets charged window by window, caps on
+ * the running effects of a tenant held, the queue's shares, the node's
+ * pressure and its top contributors, and their views for the API and
+ * /metrics.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/export.h"
+#include "agent/tenant.h"
+#include "base/common.h"
+
+#define GIB (1024.0 * 1024 * 1024)
+/* After the node is back under its bounds this long, its top contributors go free again. */
+#define PRESSURE_CALM_NS (2 * BM_NSEC_PER_SEC)
+/* While over, one more contributor is throttled at most this often. */
+#define PRESSURE_STEP_NS (BM_NSEC_PER_SEC)
+/* The top contributors are named again this often while the node stays over. */
+#define PRESSURE_NAME_NS (5 * BM_NSEC_PER_SEC)
+
+static const char *const cap_reason[BM_BUD__MAX + 1] = {
+	[BM_BUD_CPU] = "cpu_seconds_budget",
+	[BM_BUD__MAX] = "node_pressure",
+};
+
+struct ag_tenant_count *ag_tenant_find(struct bm_agent *a, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < a->n_tenants; i++)
+		if (!strcmp(a->tenants[i].name, name))
+			return &a->tenants[i];
+	return NULL;
+}
+
+struct ag_tenant_count *ag_tenant(struct bm_agent *a, const char *name)
+{
+	struct ag_tenant_count *t = ag_tenant_find(a, name);
+
+	if (t)
+		return t;
+	t = realloc(a->tenants, (a->n_tenants + 1) * sizeof(*t));
+	if (!t)
+		return NULL;
+	a->tenants = t;
+	t = &a->tenants[a->n_tenants++];
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->held_by = -1;
+	bm_budget_init(&t->bud, bm_agent_cfg_budget(&a->cfg, name), a->cfg.fair_half_life_ns,
+		       bm_now_ns());
+	return t;
+}
+
+struct ag_tenant_count *ag_tenant_of(struct bm_agent *a, struct ag_effect *e)
+{
+	struct ag_tenant_count *t;
+
+	/* entries are never removed: its place stays its tenant's */
+	if (e->tenant_i && e->tenant_i <= a->n_tenants)
+		return &a->tenants[e->tenant_i - 1];
+	t = ag_tenant(a, e->tenant);
+	if (t)
+		e->tenant_i = (unsigned int)(t - a->tenants) + 1;
+	return t;
+}
+
+/* ---------------------------------------------------------------- charging */
+
+/*
+ * The budget a flow dimension of the meter is charged to, and the factor
+ * from its raw unit to the budget's. The I/O dimension, once the meter has
+ * it: "case BM_DIM_IO: *unit = 1; return BM_BUD_IO;".
+ */
+static int flow_budget(int d, double *unit)
+{
+	switch (d) {
+	case BM_DIM_CPU:
+		*unit = 1e-9;
+		return BM_BUD_CPU;
+	case BM_DIM_NET:
+		*unit = 1;
+		return BM_BUD_NET;
+	default:
+		return -1;
+	}
+}
+
+/* Flow d in every window before now_win: closed into wsum, too late for one, or in the ring. */
+static uint64_t closed_total(const struct bm_meter *m, int d, uint64_t now_win)
+{
+	uint64_t v = m->wsum[d] + m->late[d];
+	unsigned int i, l;
+
+	for (i = 0; i < BM_RING; i++)
+		if (m->slot_win[i] && m->slot_win[i] < now_win)
+			for (l = 0; l < BM_LANES; l++)
+				v += m->lane[l].v[i][d];
+	return v;
+}
+
+static double decayed(double v, uint64_t since_ns, uint64_t now_ns, uint64_t half_life_ns)
+{
+	return now_ns > since_ns ? v * exp2(-(double)(now_ns - since_ns) / (double)half_life_ns) :
+				   v;
+}
+
+void ag_tenant_charge(struct bm_agent *a, struct ag_effect *e, const struct bm_meter *m,
+		      uint64_t now_win, double level_bytes)
+{
+	struct ag_tenant_count *t = ag_tenant_of(a, e);
+	uint64_t now = bm_now_ns(), total;
+	double unit;
+	int d, b;
+
+	for (d = 0; d < BM_FLOWS; d++) {
+		total = closed_total(m, d, now_win);
+		/* adopted: what it used before this agent was charged to none of its buckets */
+		if (e->charge_base || total <= e->charged[d]) {
+			e->charged[d] = total > e->charged[d] ? total : e->charged[d];
+			continue;
+		}
+		b = flow_budget(d, &unit);
+		if (b >= 0 && t)
+			bm_budget_charge(&t->bud, b, (double)(total - e->charged[d]) * unit, now);
+		if (d == BM_DIM_CPU) {
+			e->cpu_fast = decayed(e->cpu_fast, e->cpu_fast_ns, now, BM_BUDGET_FAST_NS) +
+				      (double)(total - e->charged[d]) * 1e-9;
+			e->cpu_fast_ns = now;
+		}
+		e->charged[d] = total;
+	}
+	e->charge_base = false;
+	if (t)
+		t->mem_held += level_bytes - e->mem_held;
+	e->mem_held = level_bytes;
+}
+
+void ag_tenant_release(struct bm_agent *a, struct ag_effect *e)
+{
+	struct ag_tenant_count *t = ag_tenant_of(a, e);
+
+	if (t)
+		t->mem_held = t->mem_held > e->mem_held ? t->mem_held - e->mem_held : 0;
+	e->mem_held = 0;
+}
+
+/* ---------------------------------------------------------------- the node */
+
+static unsigned int node_cpus(void)
+{
+	static unsigned int n;
+
+	if (!n) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+
+		n = c > 0 ? (unsigned int)c : 1;
+	}
+	return n;
+}
+
+static double node_mem_gib(void)
+{
+	static double gib;
+	char buf[4096], *p;
+
+	if (!gib && bm_read_file(AT_FDCWD, "/proc/meminfo", buf, sizeof(buf)) > 0 &&
+	    (p = strstr(buf, "MemTotal:")))
+		gib = (double)strtoull(p + 9, NULL, 10) * 1024 / GIB;
+	return gib > 0 ? gib : 1;
+}
+
+/* PSI cpu some (avg10, and over the last second from total=), MemAvailable; their bounds. */
+static void pressure_read(struct bm_agent *a, uint64_t now)
+{
+	struct ag_pressure *p = &a->pressure;
+	char buf[4096], *s;
+	unsigned long long total;
+
+	p->read_ns = now;
+	if (bm_read_file(AT_FDCWD, a->cfg.admit_cpu_pressure_file, buf, sizeof(buf)) > 0) {
+		if ((s = strstr(buf, "avg10=")))
+			p->cpu_avg10 = atof(s + 6);
+		if ((s = strstr(buf, "total="))) {
+			total = strtoull(s + 6, NULL, 10);
+			if (!p->cpu_total_ns) {
+				p->cpu_total_ns = now;
+				p->cpu_total_us = total;
+				p->cpu_now = p->cpu_avg10;
+			} else if (now - p->cpu_total_ns >= BM_NSEC_PER_SEC) {
+				p->cpu_now = total > p->cpu_total_us ?
+						     (double)(total - p->cpu_total_us) * 1e5 /
+							     (double)(now - p->cpu_total_ns) :
+						     0;
+				p->cpu_total_ns = now;
+				p->cpu_total_us = total;
+			}
+		}
+	}
+	p->mem_available = 0;
+	if (bm_read_file(AT_FDCWD, "/proc/meminfo", buf, sizeof(buf)) > 0 &&
+	    (s = strstr(buf, "MemAvailable:")))
+		p->mem_available = strtoull(s + 13, NULL, 10) * 1024;
+	p->over_cpu = p->cpu_avg10 > a->cfg.admit_cpu_pressure;
+	p->over_mem = p->mem_available && p->mem_available < a->cfg.admit_mem_available;
+}
+
+bool ag_node_room(struct bm_agent *a)
+{
+	struct ag_pressure *p = &a->pressure;
+	uint64_t now = bm_now_ns();
+	unsigned int i;
+	bool top = false;
+
+	/* between ticks (a submission) the tick's look stands */
+	if (!p->read_ns || now - p->read_ns >= AG_TICK_NS)
+		pressure_read(a, now);
+	if (p->over_mem)
+		return false;
+	if (!p->over_cpu)
+		return true;
+	for (i = 0; i < a->n_tenants; i++)
+		top |= a->tenants[i].pressure;
+	return a->cfg.pressure_action == BM_PRESSURE_THROTTLE_TOP && top &&
+	       p->cpu_now <= a->cfg.admit_cpu_pressure;
+}
+
+/* What t contributes to the pressure: recent CPU (cores) or the memory it holds (bytes). */
+static double contribution(struct ag_tenant_count *t, bool mem, uint64_t now)
+{
+	return mem ? t->mem_held : bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now);
+}
+
+static double effect_contribution(const struct ag_effect *e, bool mem, uint64_t now)
+{
+	return mem ? e->mem_held :
+		     decayed(e->cpu_fast, e->cpu_fast_ns, now, BM_BUDGET_FAST_NS) * M_LN2;
+}
+
+/* Keep the AG_TOP largest values (sorted down) with their ids. */
+static void top_k(double *val, unsigned int *idx, unsigned int *n, double v, unsigned int id)
+{
+	unsigned int i;
+
+	if (!(v > 0))
+		return;
+	for (i = *n; i > 0 && val[i - 1] < v; i--) {
+		if (i < AG_TOP) {
+			val[i] = val[i - 1];
+			idx[i] = idx[i - 1];
+		}
+	}
+	if (i >= AG_TOP)
+		return;
+	val[i] = v;
+	idx[i] = id;
+	*n += *n < AG_TOP;
+}
+
+/* Who contributed most in the last windows: the top tenants and effects, said once per look. */
+static void name_top(struct bm_agent *a, uint64_t now, bool say)
+{
+	struct ag_pressure *p = &a->pressure;
+	double tv[AG_TOP], ev[AG_TOP], sum = 0;
+	unsigned int ti[AG_TOP], ei[AG_TOP], i;
+	bool mem = p->over_mem;
+	char line[1024];
+	size_t len;
+
+	p->n_top_tenants = p->n_top_effects = 0;
+	p->named_ns = now;
+	for (i = 0; i < a->n_tenants; i++) {
+		sum += contribution(&a->tenants[i], mem, now);
+		top_k(tv, ti, &p->n_top_tenants, contribution(&a->tenants[i], mem, now), i);
+	}
+	for (i = 0; i < a->n_eff; i++)
+		if (a->eff[i]->started)
+			top_k(ev, ei, &p->n_top_effects, effect_contribution(a->eff[i], mem, now),
+			      i);
+	for (i = 0; i < p->n_top_tenants; i++) {
+		struct ag_tenant_count *t = &a->tenants[ti[i]];
+
+		snprintf(p->top_tenants[i].tenant, sizeof(p->top_tenants[i].tenant), "%s", t->name);
+		p->top_tenants[i].id[0] = '\0';
+		p->top_tenants[i].cpu_cores = bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now);
+		p->top_tenants[i].memory_bytes = t->mem_held;
+		p->top_tenants[i].share = sum > 0 ? tv[i] / sum : 0;
+	}
+	for (i = 0; i < p->n_top_effects; i++) {
+		const struct ag_effect *e = a->eff[ei[i]];
+
+		snprintf(p->top_effects[i].tenant, sizeof(p->top_effects[i].tenant), "%s",
+			 e->tenant);
+		snprintf(p->top_effects[i].id, sizeof(p->top_effects[i].id), "%s", e->req.id);
+		p->top_effects[i].cpu_cores = effect_contribution(e, false, now);
+		p->top_effects[i].memory_bytes = e->mem_held;
+		p->top_effects[i].share = sum > 0 ? ev[i] / sum : 0;
+	}
+	if (!say)
+		return;
+	len = (size_t)snprintf(line, sizeof(line), "node pressure: %s; top tenants",
+			       mem ? "MemAvailable below admit_mem_available" :
+				     "cpu some avg10 above admit_cpu_pressure");
+	for (i = 0; i < p->n_top_tenants && len < sizeof(line); i++)
+		len += (size_t)snprintf(
+			line + len, sizeof(line) - len, "%s %s %.2f cores %.0f MiB (%.0f%%)",
+			i ? "," : "", p->top_tenants[i].tenant, p->top_tenants[i].cpu_cores,
+			p->top_tenants[i].memory_bytes / (1 << 20), 100 * p->top_tenants[i].share);
+	for (i = 0; i < p->n_top_effects && len < sizeof(line); i++)
+		len += (size_t)snprintf(
+			line + len, sizeof(line) - len, "%s %s/%s %.2f cores %.0f MiB",
+			i ? "," : "; top effects", p->top_effects[i].tenant, p->top_effects[i].id,
+			p->top_effects[i].cpu_cores, p->top_effects[i].memory_bytes / (1 << 20));
+	bm_warn("%s (cpu avg10 %.1f%%, MemAvailable %llu MiB)", line, p->cpu_avg10,
+		(unsigned long long)(p->mem_available >> 20));
+}
+
+/*
+ * pressure_action throttle_top: the top contributor above its weighted
+ * share (among the tenants that run something) is throttled and held, one
+ * more each PRESSURE_STEP_NS while the node stays over; all go free once
+ * it has been under its bounds for PRESSURE_CALM_NS.
+ */
+static void throttle_top(struct bm_agent *a, uint64_t now, bool over)
+{
+	struct ag_pressure *p = &a->pressure;
+	struct ag_tenant_count *top = NULL;
+	double sum = 0, wsum = 0, best = 0, v;
+	uint64_t last = 0;
+	unsigned int i;
+	bool any = false;
+
+	for (i = 0; i < a->n_tenants; i++) {
+		struct ag_tenant_count *t = &a->tenants[i];
+
+		any |= t->pressure;
+		last = t->pressure && t->pressure_at_ns > last ? t->pressure_at_ns : last;
+	}
+	if (!over) {
+		if (!any || now - p->under_ns < PRESSURE_CALM_NS)
+			return;
+		for (i = 0; any && i < a->n_tenants; i++) {
+			if (a->tenants[i].pressure)
+				bm_info("node pressure is over: tenant %s runs unthrottled again",
+					a->tenants[i].name);
+			a->tenants[i].pressure = false;
+		}
+		return;
+	}
+	if (a->cfg.pressure_action != BM_PRESSURE_THROTTLE_TOP ||
+	    (any && now - last < PRESSURE_STEP_NS) ||
+	    (any && !p->over_mem && p->cpu_now <= a->cfg.admit_cpu_pressure))
+		return;
+	for (i = 0; i < a->n_tenants; i++) {
+		struct ag_tenant_count *t = &a->tenants[i];
+
+		sum += contribution(t, p->over_mem, now);
+		wsum += t->running ? t->bud.cfg.weight : 0;
+	}
+	for (i = 0; i < a->n_tenants; i++) {
+		struct ag_tenant_count *t = &a->tenants[i];
+
+		v = contribution(t, p->over_mem, now);
+		/* only one above its share: a node that is simply full pauses, as without */
+		if (t->pressure || !t->running || !(sum > 0) ||
+		    v / sum <= t->bud.cfg.weight / wsum || v <= best)
+			continue;
+		best = v;
+		top = t;
+	}
+	if (!top)
+		return;
+	top->pressure = true;
+	top->pressure_at_ns = now;
+	bm_warn("node pressure: throttling tenant %s, its top contributor (%.0f%% of what effects "
+		"use, its share %.0f%%)",
+		top->name, 100 * best / sum, 100 * top->bud.cfg.weight / wsum);
+}
+
+static void pressure_tick(struct bm_agent *a, uint64_t now)
+{
+	struct ag_pressure *p = &a->pressure;
+	bool over;
+
+	pressure_read(a, now);
+	over = p->over_cpu || p->over_mem;
+	if (over && !p->since_ns) {
+		p->since_ns = now;
+		p->under_ns = 0;
+		p->episodes++;
+		name_top(a, now, true);
+	} else if (over && now - p->named_ns >= PRESSURE_NAME_NS) {
+		name_top(a, now, false);
+	} else if (!over && !p->under_ns) {
+		p->since_ns = 0;
+		p->under_ns = now;
+	}
+	throttle_top(a, now, over);
+}
+
+/* ---------------------------------------------------------------- caps */
+
+/* The cap each running effect of t gets now (0: none), and why. */
+static double want_cap(const struct bm_agent *a, struct ag_tenant_count *t, int *cause)
+{
+	double cap = 0, wsum = 0, share;
+	unsigned int i, n = t->running ? t->running : 1;
+
+	*cause = -1;
+	if (bm_budget_limited(&t->bud, BM_BUD_CPU) && t->bud.b[BM_BUD_CPU].exhausted) {
+		cap = t->bud.cfg.b[BM_BUD_CPU].rate * BM_BUDGET_CAP / n;
+		*cause = BM_BUD_CPU;
+	}
+	if (t->pressure) {
+		for (i = 0; i < a->n_tenants; i++)
+			wsum += a->tenants[i].running ? a->tenants[i].bud.cfg.weight : 0;
+		share = node_cpus() * BM_BUDGET_CAP * t->bud.cfg.weight / (wsum > 0 ? wsum : 1) / n;
+		if (!cap || share < cap) {
+			cap = share;
+			*cause = BM_BUD__MAX;
+		}
+	}
+	return cap;
+}
+
+/* The CPU weight of an effect that yields: the lowest (cgroup v2 units; v1: cpu.shares 10). */
+#define YIELD_WEIGHT 1
+
+/*
+ * Does t yield? From the moment its CPU budget is exhausted (or the node's
+ * pressure throttles it) until its bucket is back at BM_BUDGET_YIELD of its
+ * burst.
+ */
+static bool want_yield(struct ag_tenant_count *t)
+{
+	const struct bm_bucket *k = &t->bud.b[BM_BUD_CPU];
+
+	if (t->pressure || (bm_budget_limited(&t->bud, BM_BUD_CPU) && k->exhausted))
+		return true;
+	return t->yielding && bm_budget_limited(&t->bud, BM_BUD_CPU) &&
+	       k->level < BM_BUDGET_YIELD * t->bud.cfg.b[BM_BUD_CPU].burst;
+}
+
+static void apply_caps(struct bm_agent *a, uint64_t now)
+{
+	bool change = false, yield;
+	unsigned int i;
+	int cause, err;
+
+	for (i = 0; i < a->n_tenants; i++) {
+		struct ag_tenant_count *t = &a->tenants[i];
+		double cap = want_cap(a, t, &cause);
+
+		yield = want_yield(t);
+		if (cap == t->cap_cores && yield == t->yielding && (!cap || t->cap_n == t->running))
+			continue;
+		if (cap && !t->cap_cores)
+			t->throttles[cause]++;
+		if (cap && !t->cap_cores && cause < BM_BUD__MAX)
+			bm_info("tenant %s is over its %s budget: its %u running effects held to "
+				"%.2f cores each", t->name, bm_budget_name(cause), t->running, cap);
+		t->cap_cores = cap;
+		t->cap_n = t->running;
+		t->yielding = yield;
+		/* lifted: the last cause says why it was there */
+		t->cap_cause = cap ? cause : t->cap_cause;
+		change = true;
+	}
+	for (i = 0; change && i < a->n_eff; i++) {
+		struct ag_effect *e = a->eff[i];
+		struct ag_tenant_count *t;
+
+		if (!e->started || e->sup.phase != BM_SUP_RUNNING || !(t = ag_tenant_of(a, e)) ||
+		    (t->cap_cores == e->cap_cores && t->yielding == e->yielding))
+			continue;
+		err = bm_sup__cap(&e->sup, t->cap_cores, t->yielding ? YIELD_WEIGHT : 0,
+				  cap_reason[t->cap_cause],
+				  t->cap_cause == BM_BUD_CPU ? t->bud.b[BM_BUD_CPU].level
+							     : bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now));
+		if (err == -EOPNOTSUPP && !e->cap_cores && !e->yielding)
+			bm_warn("tenant %s: no CPU controller for %s to hold it to its budget: "
+				"only its queue waits", t->name, e->req.id);
+		e->cap_cores = t->cap_cores;
+		e->yielding = t->yielding;
+	}
+}
+
+void ag_tenants_tick(struct bm_agent *a, uint64_t now)
+{
+	uint64_t dt = a->tenants_at_ns && now > a->tenants_at_ns ? now - a->tenants_at_ns : 0;
+	unsigned int i;
+
+	a->tenants_at_ns = now;
+	for (i = 0; i < a->n_tenants; i++) {
+		struct ag_tenant_count *t = &a->tenants[i];
+
+		/* a level held for dt: sleeping effects are not read, yet hold theirs */
+		if (t->mem_held > 0 && dt)
+			bm_budget_charge(&t->bud, BM_BUD_MEM, t->mem_held / GIB * (double)dt / 1e9,
+					 now);
+		t->held_by = bm_budget_over(&t->bud, now);
+	}
+	pressure_tick(a, now);
+	apply_caps(a, now);
+}
+
+/* ---------------------------------------------------------------- admission */
+
+unsigned int ag_tenant_queue_share(const struct bm_agent *a, const struct ag_tenant_count *t)
+{
+	/* the tenants waiting, t, and room for one more of the default weight */
+	double w = t->bud.cfg.weight, sum = w + a->cfg.budget.weight;
+	unsigned int i, share;
+
+	for (i = 0; i < a->n_tenants; i++)
+		if (&a->tenants[i] != t && a->tenants[i].queued)
+			sum += a->tenants[i].bud.cfg.weight;
+	share = (unsigned int)floor(a->cfg.max_queued * w / sum);
+	return share ? share : 1;
+}
+
+/*
+ * What t goes on using of d while it waits: the memory it holds; its CPU,
+ * held to its cap; what it sent or wrote in the last second while it runs.
+ */
+static double use_rate(struct ag_tenant_count *t, int d, uint64_t now)
+{
+	double r;
+
+	if (!t->running)
+		return 0;
+	if (d == BM_BUD_MEM)
+		return t->mem_held / GIB;
+	r = bm_budget_rate_fast(&t->bud, d, now);
+	if (d == BM_BUD_CPU && t->cap_cores > 0 && t->cap_cores * t->running < r)
+		r = t->cap_cores * t->running;
+	return r;
+}
+
+int ag_tenant_admit(struct bm_agent *a, struct ag_tenant_count *t, unsigned int *retry_after_s,
+		    const char **budget)
+{
+	uint64_t now = bm_now_ns(), ns;
+	int d;
+
+	if (bm_budget_admit(&t->bud, now, &d)) {
+		ns = bm_budget_retry_ns(&t->bud, d, now, use_rate(t, d, now));
+		*retry_after_s = (unsigned int)((ns + BM_NSEC_PER_SEC - 1) / BM_NSEC_PER_SEC);
+		*retry_after_s = *retry_after_s ? *retry_after_s : 1;
+		*budget = bm_budget_name(d);
+		t->refused[d]++;
+		return -EDQUOT;
+	}
+	if (t->queued >= ag_tenant_queue_share(a, t)) {
+		*retry_after_s = 1;
+		*budget = "queue_share";
+		t->refused[BM_BUD__MAX]++;
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+void ag_tenant_admitted(struct bm_agent *a, struct ag_tenant_count *t)
+{
+	(void)a;
+	bm_budget_charge(&t->bud, BM_BUD_LAUNCH, 1, bm_now_ns());
+}
+
+bool ag_tenant_may_cap(const struct bm_agent *a, const char *tenant)
+{
+	return a->cfg.pressure_action == BM_PRESSURE_THROTTLE_TOP ||
+	       bm_agent_cfg_budget(&a->cfg, tenant)->b[BM_BUD_CPU].rate > 0;
+}
+
+bool ag_tenant_held(const struct bm_agent *a, const struct ag_tenant_count *t)
+{
+	return t->held_by >= 0 || t->pressure || t->running >= a->cfg.tenant_max_running;
+}
+
+void ag_tenant_fair(const struct bm_agent *a, struct ag_tenant_count *t, uint64_t now,
+		    struct bm_fair_tenant *out)
+{
+	double cpu, mem;
+
+	bm_budget_advance(&t->bud, now);
+	/* its dominant share: node-seconds of CPU or of memory, whichever it used more of */
+	cpu = t->bud.slow[BM_BUD_CPU] / node_cpus();
+	mem = t->bud.slow[BM_BUD_MEM] / node_mem_gib();
+	out->usage = cpu > mem ? cpu : mem;
+	out->weight = t->bud.cfg.weight;
+	out->running = t->running;
+	out->held = ag_tenant_held(a, t);
+}
+
+/* ---------------------------------------------------------------- views */
+
+static json_t *num_or_null(bool ok, double v)
+{
+	return ok ? json_real(v) : json_null();
+}
+
+json_t *ag_tenant_json(struct bm_agent *a, const char *name)
+{
+	struct ag_tenant_count fresh, *t = ag_tenant_find(a, name);
+	uint64_t now = bm_now_ns();
+	struct bm_fair_tenant f;
+	json_t *j, *buds;
+	int d;
+
+	if (!t) {
+		/* not seen yet: what it would start with, without adding it */
+		memset(&fresh, 0, sizeof(fresh));
+		snprintf(fresh.name, sizeof(fresh.name), "%s", name);
+		fresh.held_by = -1;
+		bm_budget_init(&fresh.bud, bm_agent_cfg_budget(&a->cfg, name),
+			       a->cfg.fair_half_life_ns, now);
+		t = &fresh;
+	}
+	ag_tenant_fair(a, t, now, &f);
+	buds = json_object();
+	for (d = 0; d < BM_BUD__MAX; d++) {
+		bool lim = bm_budget_limited(&t->bud, d);
+		const struct bm_bucket *k = &t->bud.b[d];
+
+		json_object_set_new(
+			buds, bm_budget_name(d),
+			json_pack("{s:b, s:o, s:o, s:o, s:b, s:I, s:I, s:f, s:f}", "limited", lim,
+				  "rate", num_or_null(lim, t->bud.cfg.b[d].rate), "burst",
+				  num_or_null(lim, t->bud.cfg.b[d].burst), "level",
+				  num_or_null(lim, k->level), "exhausted", lim && k->exhausted,
+				  "retry_after_s",
+				  (json_int_t)((bm_budget_retry_ns(&t->bud, d, now,
+								   use_rate(t, d, now)) +
+						BM_NSEC_PER_SEC - 1) /
+					       BM_NSEC_PER_SEC),
+				  "exhaustions", (json_int_t)k->exhaustions, "used", k->used,
+				  "recent_per_second", bm_budget_rate_fast(&t->bud, d, now)));
+	}
+	j = json_pack(
+		"{s:s, s:f, s:i, s:i, s:i, s:b, s:o, s:f, s:b, s:{s:f, s:f}, s:{s:b, s:f, s:f}, s:o}",
+		"tenant", t->name, "weight", t->bud.cfg.weight, "running", t->running, "queued",
+		t->queued, "queue_share", ag_tenant_queue_share(a, t), "held", ag_tenant_held(a, t),
+		"held_by", t->held_by >= 0 ? json_string(bm_budget_name(t->held_by)) : json_null(),
+		"cap_cores", t->cap_cores, "yielding", t->yielding, "fair", "usage_node_seconds",
+		f.usage, "tag", bm_fair_tag(&f), "pressure", "throttled", t->pressure, "cpu_cores",
+		bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now), "memory_bytes", t->mem_held,
+		"budgets", buds);
+	return j;
+}
+
+json_t *ag_pressure_json(struct bm_agent *a, bool names)
+{
+	struct ag_pressure *p = &a->pressure;
+	json_t *j, *tt, *te;
+	unsigned int i;
+
+	j = json_pack("{s:b, s:f, s:f, s:I, s:s, s:I}", "over", p->over_cpu || p->over_mem,
+		      "cpu_some_avg10", p->cpu_avg10, "cpu_some_1s", p->cpu_now,
+		      "mem_available_bytes", (json_int_t)p->mem_available, "action",
+		      a->cfg.pressure_action == BM_PRESSURE_THROTTLE_TOP ? "throttle_top" : "pause",
+		      "episodes", (json_int_t)p->episodes);
+	if (!j || !names)
+		return j;
+	tt = json_array();
+	te = json_array();
+	for (i = 0; i < p->n_top_tenants; i++)
+		json_array_append_new(
+			tt,
+			json_pack("{s:s, s:f, s:f, s:f, s:b}", "tenant", p->top_tenants[i].tenant,
+				  "cpu_cores", p->top_tenants[i].cpu_cores, "memory_bytes",
+				  p->top_tenants[i].memory_bytes, "share", p->top_tenants[i].share,
+				  "throttled",
+				  ag_tenant_find(a, p->top_tenants[i].tenant) &&
+					  ag_tenant_find(a, p->top_tenants[i].tenant)->pressure));
+	for (i = 0; i < p->n_top_effects; i++)
+		json_array_append_new(te, json_pack("{s:s, s:s, s:f, s:f}", "tenant",
+						    p->top_effects[i].tenant, "id",
+						    p->top_effects[i].id, "cpu_cores",
+						    p->top_effects[i].cpu_cores, "memory_bytes",
+						    p->top_effects[i].memory_bytes));
+	json_object_set_new(j, "top_tenants", tt);
+	json_object_set_new(j, "top_effects", te);
+	return j;
+}
+
+void ag_tenants_export(struct bm_agent *a)
+{
+	uint64_t now = bm_now_ns();
+	double sum = 0;
+	unsigned int i;
+	int d;
+
+	bm_export__tenants_reset(a->exp);
+	for (i = 0; i < a->n_tenants; i++)
+		sum += bm_budget_rate_fast(&a->tenants[i].bud, BM_BUD_CPU, now);
+	for (i = 0; i < a->n_tenants; i++) {
+		struct ag_tenant_count *t = &a->tenants[i];
+		struct bm_export_tenant v = { 0 };
+
+		bm_budget_advance(&t->bud, now);
+		for (d = 0; d < BM_BUD__MAX; d++) {
+			bool lim = bm_budget_limited(&t->bud, d);
+
+			v.used[d] = t->bud.b[d].used * (d == BM_BUD_MEM ? GIB : 1);
+			v.remaining[d] = lim ? t->bud.b[d].level / t->bud.cfg.b[d].burst : NAN;
+			v.exhausted[d] = lim && t->bud.b[d].exhausted;
+			v.exhaustions[d] = (double)t->bud.b[d].exhaustions;
+		}
+		for (d = 0; d <= BM_BUD__MAX; d++) {
+			v.refused[d] = (double)t->refused[d];
+			v.throttles[d] = (double)t->throttles[d];
+		}
+		v.throttled = t->cap_cores > 0;
+		v.running = t->running;
+		v.queued = t->queued;
+		v.pressure_share =
+			sum > 0 ? bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now) / sum : 0;
+		bm_export__tenant(a->exp, t->name, &v);
+	}
+}
