@@ -10,6 +10,8 @@
 #ifndef BM_AGENT_FX_H
 #define BM_AGENT_FX_H
 
+#include <sys/stat.h>
+
 #include "runner.h"
 #include "cli/client.h"
 
@@ -217,6 +219,41 @@ static int agent_leftovers(void)
 	if (ag.dir[0] && (found || getenv("BM_AGENT_LOG")))
 		dump_file("agent", ag.log);
 	return found;
+}
+
+/*
+ * setup() and the fixture's paths (agent_fx_init(tag, pin_prefix)), the
+ * directory open to all (a second tenant is another uid: it must reach
+ * the socket and the workloads). For cmocka's setup of each test.
+ */
+static int agent_fx_setup(void **state, const char *tag, const char *pin_prefix)
+{
+	int ret = setup(state);
+
+	if (ret)
+		return ret;
+	if (agent_fx_init(tag, pin_prefix)) {
+		teardown(state);
+		return -1;
+	}
+	chmod(ag.dir, 0755);
+	return 0;
+}
+
+/* cmocka's teardown: whatever a test left (the agent, its pins, its dir), then the harness's sweep. */
+static int agent_fx_teardown(void **state)
+{
+	int found = agent_leftovers();
+
+	rm_rf(ag.dir);
+	return teardown(state) || found ? -1 : 0;
+}
+
+/* End of a test: the agent stops cleanly (and, with no effect left, removes its pins); nothing is left. */
+static void agent_fx_finish(void **state)
+{
+	agent_finish();
+	assert_clean(*state);
 }
 
 /* A request to the agent (body taken over, out as bm_client_call); the HTTP status or -errno. */

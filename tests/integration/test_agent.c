@@ -28,36 +28,9 @@ static void agent_start(const char *max_running, const char *max_queued)
 			max_running, max_queued, token, NOBODY, token);
 }
 
-/* The agent's own directory: socket, state, log (the fixture's is for outcomes). */
 static int setup_agent(void **state)
 {
-	int ret = setup(state);
-
-	if (ret)
-		return ret;
-	if (agent_fx_init("agent", "burstmeter-test")) {
-		teardown(state);
-		return -1;
-	}
-	/* the second tenant is another uid: it must reach the socket and the workloads */
-	chmod(ag.dir, 0755);
-	return 0;
-}
-
-/* Whatever a test left: the agent and its pins; then the harness's sweep. */
-static int teardown_agent(void **state)
-{
-	int found = agent_leftovers();
-
-	rm_rf(ag.dir);
-	return teardown(state) || found ? -1 : 0;
-}
-
-/* End of a test: the agent stops cleanly (and, with no effect left, removes its pins); nothing is left. */
-static void finish(void **state)
-{
-	agent_finish();
-	assert_clean(*state);
+	return agent_fx_setup(state, "agent", "burstmeter-test");
 }
 
 /* ------------------------------------------------------------------ tests */
@@ -114,7 +87,7 @@ static void test_agent_launch(void **state)
 	assert_int_equal(call("POST", "/v1/effects", launch_req("l1", "bm-sleeper", "1", NULL), &e), 200);
 	assert_string_equal(jstr(e, "state"), "succeeded");
 	json_decref(e);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 struct lines {
@@ -151,7 +124,7 @@ static void test_agent_events(void **state)
 	assert_int_equal(l.outcomes, 1);
 	assert_string_equal(l.last, "outcome");
 	json_decref(wait_final("ev1", 5000));
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* Cancel: SIGTERM ends a sleeper; cancelled; a second cancel is a conflict. */
@@ -173,7 +146,7 @@ static void test_agent_cancel(void **state)
 	e = NULL;
 	assert_int_equal(call("POST", "/v1/effects/c1/cancel", NULL, &e), 409);
 	json_decref(e);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* Attach: a process the caller started (paused) joins an effect; the caller reports its exit. */
@@ -214,7 +187,7 @@ static void test_agent_attach(void **state)
 	assert_int_equal(jint(e, "outcome.exit.code"), 0);
 	assert_true(jnum(e, "outcome.totals.cpu_seconds") >= 0.06);
 	json_decref(e);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* Two tenants (two uids): neither sees nor cancels the other's effects; the body cannot lie about it. */
@@ -246,7 +219,7 @@ static void test_agent_tenants(void **state)
 	e = wait_final_as(other, "t1", 5000);
 	assert_string_equal(jstr(e, "state"), "cancelled");
 	json_decref(e);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* Malformed requests: 400 (or 413) with field-level messages, and nothing created. */
@@ -288,7 +261,7 @@ static void test_agent_bad_requests(void **state)
 	assert_int_equal(json_array_size(jget(e, "effects")), 0);
 	json_decref(e);
 	assert_int_equal(cgroups_created(f), 0);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /*
@@ -320,7 +293,7 @@ static void test_agent_queue_full(void **state)
 	json_decref(e);
 	json_decref(wait_final("q1", 10000));
 	json_decref(wait_final("q2", 10000));
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /*
@@ -365,7 +338,7 @@ static void test_agent_kill9_readopt(void **state)
 			       -0.002, 0.002);
 		json_decref(e);
 	}
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /*
@@ -395,7 +368,7 @@ static void test_agent_deadlines(void **state)
 		assert_between(jnum(e, "outcome.wall_seconds"), i + 1.0, i + 1.0 + slack);
 		json_decref(e);
 	}
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /*
@@ -433,7 +406,7 @@ static void test_agent_long_timeline(void **state)
 	}
 	assert_true(top >= 0.9);
 	json_decref(e);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /*
@@ -493,7 +466,7 @@ static void test_agent_sweeps_leftovers(void **state)
 	assert_int_equal(access(status, F_OK), -1);
 	assert_int_equal(access(foreign, F_OK), 0);
 	assert_int_equal(rmdir(foreign), 0);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* A store that is not a database: the agent refuses to start, in one line naming the file. */
@@ -527,7 +500,7 @@ static void test_agent_corrupt_store(void **state)
 	assert_null(fgets(line, sizeof(line), f));
 	fclose(f);
 	assert_int_equal(access(ag.sock, F_OK), -1);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 
@@ -579,7 +552,7 @@ static void test_agent_sandbox(void **state)
 	u = strstr(buf, "uid=");
 	assert_non_null(u);
 	assert_between(atof(u + 4), 900000, 965535);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 
@@ -673,7 +646,7 @@ static void test_agent_egress(void **state)
 	}
 	for (i = 0; i < BM_ARRAY_SIZE(addrs); i++)
 		close(fds[i]);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* ppid and comm of pid from /proc/PID/stat: 0, or -1 if it is gone (or a zombie). */
@@ -822,7 +795,7 @@ static void test_agent_spawner(void **state)
 	assert_int_equal(pidfds_of(ag.pid), 2);
 	wait_succeeded("sp2");
 	wait_succeeded("orphan");
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* `burstmeter run` finds the agent's socket and goes through it: same outcome, same exit statuses. */
@@ -865,7 +838,7 @@ static void test_agent_run_client(void **state)
 	e = wait_final_as(named, f->id, 5000);
 	assert_string_equal(jstr(e, "state"), "succeeded");
 	json_decref(e);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* A child paused on pipe p, then bm-spike 30 40 2; born in the cgroup of cg_fd unless it is -1. */
@@ -915,7 +888,7 @@ static void release_and_check(const char *id, int p[2], pid_t pid)
  * first (201, its path), the caller clones the process into it (no
  * migration, no RCU grace period) or forks one the agent then moves, and
  * names it by POST .../attach; a pid not the caller's is refused, a bad
- * body is 400, a second attach 409, and one never named ends on its own.
+ * body is 400, the same pid again is 200, and one never named ends on its own.
  * `burstmeter run` as root takes the first way, another uid the second.
  */
 static void test_agent_attach_later(void **state)
@@ -946,9 +919,16 @@ static void test_agent_attach_later(void **state)
 	json_decref(e);
 	assert_int_equal(call("POST", "/v1/effects/b1/attach", json_pack("{s:i}", "pid", (int)pid), &e), 200);
 	json_decref(e);
-	assert_int_equal(call("POST", "/v1/effects/b1/attach", json_pack("{s:i}", "pid", (int)pid), &e), 409);
+	/* the same again is done already (a lost answer); another process is not the one */
+	assert_int_equal(call("POST", "/v1/effects/b1/attach", json_pack("{s:i}", "pid", (int)pid), &e), 200);
+	json_decref(e);
+	assert_int_equal(call("POST", "/v1/effects/b1/attach", json_pack("{s:i}", "pid", (int)getpid()), &e),
+			 403);
 	json_decref(e);
 	release_and_check("b1", p, pid);
+	/* ended: nothing waits for a process any more */
+	assert_int_equal(call("POST", "/v1/effects/b1/attach", json_pack("{s:i}", "pid", (int)pid), &e), 409);
+	json_decref(e);
 	/* forked outside, moved in by the agent */
 	assert_int_equal(call("POST", "/v1/effects", json_pack("{s:s, s:s}", "id", "b2", "mode", "attach"), &e),
 			 201);
@@ -991,29 +971,29 @@ static void test_agent_attach_later(void **state)
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 	(void)f;
-	finish(state);
+	agent_fx_finish(state);
 }
 
 int main(void)
 {
 	struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_agent_launch, setup_agent, teardown_agent),
-		cmocka_unit_test_setup_teardown(test_agent_events, setup_agent, teardown_agent),
-		cmocka_unit_test_setup_teardown(test_agent_cancel, setup_agent, teardown_agent),
-		cmocka_unit_test_setup_teardown(test_agent_attach, setup_agent, teardown_agent),
-		cmocka_unit_test_setup_teardown(test_agent_attach_later, setup_agent, teardown_agent),
-		cmocka_unit_test_setup_teardown(test_agent_tenants, setup_agent, teardown_agent),
-		cmocka_unit_test_setup_teardown(test_agent_bad_requests, setup_agent, teardown_agent),
-		cmocka_unit_test_setup_teardown(test_agent_queue_full, setup_agent, teardown_agent),
-		cmocka_unit_test_setup_teardown(test_agent_kill9_readopt, setup_agent, teardown_agent),
-		cmocka_unit_test_setup_teardown(test_agent_deadlines, setup_agent, teardown_agent),
-		cmocka_unit_test_setup_teardown(test_agent_long_timeline, setup_agent, teardown_agent),
-		cmocka_unit_test_setup_teardown(test_agent_sweeps_leftovers, setup_agent, teardown_agent),
-		cmocka_unit_test_setup_teardown(test_agent_corrupt_store, setup_agent, teardown_agent),
-		cmocka_unit_test_setup_teardown(test_agent_run_client, setup_agent, teardown_agent),
-		cmocka_unit_test_setup_teardown(test_agent_spawner, setup_agent, teardown_agent),
-		cmocka_unit_test_setup_teardown(test_agent_sandbox, setup_agent, teardown_agent),
-		cmocka_unit_test_setup_teardown(test_agent_egress, setup_agent, teardown_agent),
+		cmocka_unit_test_setup_teardown(test_agent_launch, setup_agent, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_agent_events, setup_agent, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_agent_cancel, setup_agent, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_agent_attach, setup_agent, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_agent_attach_later, setup_agent, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_agent_tenants, setup_agent, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_agent_bad_requests, setup_agent, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_agent_queue_full, setup_agent, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_agent_kill9_readopt, setup_agent, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_agent_deadlines, setup_agent, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_agent_long_timeline, setup_agent, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_agent_sweeps_leftovers, setup_agent, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_agent_corrupt_store, setup_agent, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_agent_run_client, setup_agent, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_agent_spawner, setup_agent, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_agent_sandbox, setup_agent, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_agent_egress, setup_agent, agent_fx_teardown),
 	};
 	size_t n;
 	int rc = runner_init("test_agent");

@@ -22,24 +22,7 @@ static const char *promtool;
 
 static int setup_b(void **state)
 {
-	int ret = setup(state);
-
-	if (ret)
-		return ret;
-	if (agent_fx_init("budgets", "bmit-budgets")) {
-		teardown(state);
-		return -1;
-	}
-	chmod(ag.dir, 0755);
-	return 0;
-}
-
-static int teardown_b(void **state)
-{
-	int found = agent_leftovers();
-
-	rm_rf(ag.dir);
-	return teardown(state) || found ? -1 : 0;
+	return agent_fx_setup(state, "budgets", "bmit-budgets");
 }
 
 /* The agent with the queue's limits, a /metrics port, and extra config (budgets...). */
@@ -677,11 +660,11 @@ int main(void)
 {
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_budgets_fleet_rules_promtool),
-		cmocka_unit_test_setup_teardown(test_budgets_cpu_over_budget, setup_b, teardown_b),
-		cmocka_unit_test_setup_teardown(test_budgets_sleeping_memory_is_charged, setup_b, teardown_b),
-		cmocka_unit_test_setup_teardown(test_budgets_launches_and_queue_share, setup_b, teardown_b),
-		cmocka_unit_test_setup_teardown(test_budgets_quiet_starts_before_busy, setup_b, teardown_b),
-		cmocka_unit_test_setup_teardown(test_budgets_pressure_attributed, setup_b, teardown_b),
+		cmocka_unit_test_setup_teardown(test_budgets_cpu_over_budget, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_sleeping_memory_is_charged, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_launches_and_queue_share, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_quiet_starts_before_busy, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_pressure_attributed, setup_b, agent_fx_teardown),
 	};
 	size_t n;
 	int rc = runner_init("test_budgets");

@@ -23,31 +23,7 @@ static void agent_start(const char *extra)
 
 static int setup_f(void **state)
 {
-	int ret = setup(state);
-
-	if (ret)
-		return ret;
-	if (agent_fx_init("faults", "bmit-faults")) {
-		teardown(state);
-		return -1;
-	}
-	chmod(ag.dir, 0755);
-	return 0;
-}
-
-static int teardown_f(void **state)
-{
-	int found = agent_leftovers();
-
-	(void)umount2(ag.state, MNT_DETACH);
-	rm_rf(ag.dir);
-	return teardown(state) || found ? -1 : 0;
-}
-
-static void finish(void **state)
-{
-	agent_finish();
-	assert_clean(*state);
+	return agent_fx_setup(state, "faults", "bmit-faults");
 }
 
 static json_t *sh_req(const char *id, const char *script)
@@ -105,7 +81,7 @@ static void test_faults_kill9_at_each_launch_step(void **state)
 		assert_int_equal(agent_stop(SIGTERM), 0);
 	}
 	agent_start(NULL);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /*
@@ -145,7 +121,7 @@ static void test_faults_sigstop(void **state)
 	assert_between(jnum(e, "outcome.totals.cpu_seconds") - jnum(e, "outcome.meter.cgroup_cpu_seconds"),
 		       -0.002, 0.002);
 	json_decref(e);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /*
@@ -242,7 +218,7 @@ static void test_faults_ring_storm(void **state)
 	}
 	integ_note("lost ring-buffer records, counted: %lld", lost);
 	assert_true(lost > 0);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /*
@@ -285,17 +261,17 @@ static void test_faults_cgroup_busy(void **state)
 		usleep(10000);
 	integ_note("let go: the cgroup went %.2f s later", i / 100.0);
 	assert_int_equal(access(cg, F_OK), -1);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 int main(void)
 {
 	struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_faults_kill9_at_each_launch_step, setup_f, teardown_f),
-		cmocka_unit_test_setup_teardown(test_faults_sigstop, setup_f, teardown_f),
-		cmocka_unit_test_setup_teardown(test_faults_full_state_dir, setup_f, teardown_f),
-		cmocka_unit_test_setup_teardown(test_faults_ring_storm, setup_f, teardown_f),
-		cmocka_unit_test_setup_teardown(test_faults_cgroup_busy, setup_f, teardown_f),
+		cmocka_unit_test_setup_teardown(test_faults_kill9_at_each_launch_step, setup_f, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_faults_sigstop, setup_f, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_faults_full_state_dir, setup_f, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_faults_ring_storm, setup_f, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_faults_cgroup_busy, setup_f, agent_fx_teardown),
 	};
 	size_t n;
 	int rc = runner_init("test_faults");

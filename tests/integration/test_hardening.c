@@ -26,30 +26,7 @@ static void agent_start(const char *max_running, const char *extra)
 
 static int setup_h(void **state)
 {
-	int ret = setup(state);
-
-	if (ret)
-		return ret;
-	if (agent_fx_init("harden", "bmit-harden")) {
-		teardown(state);
-		return -1;
-	}
-	chmod(ag.dir, 0755);
-	return 0;
-}
-
-static int teardown_h(void **state)
-{
-	int found = agent_leftovers();
-
-	rm_rf(ag.dir);
-	return teardown(state) || found ? -1 : 0;
-}
-
-static void finish(void **state)
-{
-	agent_finish();
-	assert_clean(*state);
+	return agent_fx_setup(state, "harden", "bmit-harden");
 }
 
 /* {id, argv: [/bin/sh, -c, script], intent} with an optional sandbox (a new reference). */
@@ -157,7 +134,7 @@ static void test_harden_cancel_queued(void **state)
 		assert_false(ever_ran(q[i]));
 	expect_state("q4", "cancelled", 1000);
 	assert_false(ever_ran("q4"));
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /*
@@ -182,7 +159,7 @@ static void test_harden_identity_after_restart(void **state)
 	json_decref(e);
 	assert_string_equal(log_of(tenant, "nb1"), "65534\n");
 	expect_state("blocker", "cancelled", 5000);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* Tenants root acts for get a uid each, for good: never root, never another tenant's. */
@@ -210,7 +187,7 @@ static void test_harden_tenant_uids(void **state)
 	}
 	assert_true(uid[0] != uid[1]);
 	assert_true(uid[0] == uid[2]);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /*
@@ -273,7 +250,7 @@ static void test_harden_isolation(void **state)
 		json_decref(e);
 		assert_string_equal(log_of(script, "cwd"), "");
 	}
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /*
@@ -348,7 +325,7 @@ static void test_harden_effect_caller(void **state)
 	assert_int_equal(call("POST", "/v1/effects/outer/cancel", NULL, &e), 202);
 	json_decref(e);
 	expect_state("outer", "cancelled", 20000);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* A connection to the socket that says nothing. */
@@ -402,7 +379,7 @@ static void test_harden_connection_caps(void **state)
 		assert_int_equal(call("GET", "/v1/healthz", NULL, &h), 200);
 		json_decref(h);
 	}
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* One agent owns a state dir; a live socket is never taken from its agent. */
@@ -444,7 +421,7 @@ static void test_harden_one_agent(void **state)
 	assert_int_equal(call("GET", "/v1/healthz", NULL, &h), 200);
 	json_decref(h);
 	rm_rf(state2);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* Retention by count and age, with their files; an effect's output past its cap is dropped. */
@@ -484,7 +461,7 @@ static void test_harden_retention_and_log_cap(void **state)
 	agent_start("8", "retention: 3s\nretention_effects: 2\nmax_log_bytes: 64Ki\n");
 	assert_int_equal(call("GET", "/v1/effects/big", NULL, &e), 404);
 	json_decref(e);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /*
@@ -516,21 +493,21 @@ static void test_harden_tenant_slots_come_back(void **state)
 		expect_state(id, "succeeded", 10000);
 	}
 	integ_note("a third waited for a slot; 40 in a row each started at once");
-	finish(state);
+	agent_fx_finish(state);
 }
 
 int main(void)
 {
 	struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_harden_cancel_queued, setup_h, teardown_h),
-		cmocka_unit_test_setup_teardown(test_harden_identity_after_restart, setup_h, teardown_h),
-		cmocka_unit_test_setup_teardown(test_harden_tenant_uids, setup_h, teardown_h),
-		cmocka_unit_test_setup_teardown(test_harden_isolation, setup_h, teardown_h),
-		cmocka_unit_test_setup_teardown(test_harden_effect_caller, setup_h, teardown_h),
-		cmocka_unit_test_setup_teardown(test_harden_connection_caps, setup_h, teardown_h),
-		cmocka_unit_test_setup_teardown(test_harden_one_agent, setup_h, teardown_h),
-		cmocka_unit_test_setup_teardown(test_harden_retention_and_log_cap, setup_h, teardown_h),
-		cmocka_unit_test_setup_teardown(test_harden_tenant_slots_come_back, setup_h, teardown_h),
+		cmocka_unit_test_setup_teardown(test_harden_cancel_queued, setup_h, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_harden_identity_after_restart, setup_h, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_harden_tenant_uids, setup_h, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_harden_isolation, setup_h, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_harden_effect_caller, setup_h, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_harden_connection_caps, setup_h, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_harden_one_agent, setup_h, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_harden_retention_and_log_cap, setup_h, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_harden_tenant_slots_come_back, setup_h, agent_fx_teardown),
 	};
 	size_t n;
 	int rc = runner_init("test_hardening");

@@ -37,30 +37,7 @@ static void agent_start(const char *policy_yaml)
 
 static int setup_i(void **state)
 {
-	int ret = setup(state);
-
-	if (ret)
-		return ret;
-	if (agent_fx_init("intent", "bmit-intent")) {
-		teardown(state);
-		return -1;
-	}
-	chmod(ag.dir, 0755);
-	return 0;
-}
-
-static int teardown_i(void **state)
-{
-	int found = agent_leftovers();
-
-	rm_rf(ag.dir);
-	return teardown(state) || found ? -1 : 0;
-}
-
-static void finish(void **state)
-{
-	agent_finish();
-	assert_clean(*state);
+	return agent_fx_setup(state, "intent", "bmit-intent");
 }
 
 static json_t *sh_req(const char *id, const char *script)
@@ -153,7 +130,7 @@ static void test_intent_declared_against_policy_and_observed(void **state)
 	assert_string_equal(jstr(e, "request.expect.wall_seconds"), "30");
 	integ_note("declared 32 MiB, observed %.1f MiB", jnum(e, "outcome.expect.observed.memory_bytes") / MIB);
 	json_decref(e);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* A soft level under what the call declared rises to it, for that effect only. */
@@ -189,7 +166,7 @@ static void test_intent_widens_soft_levels(void **state)
 	e = wait_final("w3", 20000);
 	assert_true(json_array_size(jget(e, "outcome.actions")) >= 1);
 	json_decref(e);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* A traceparent header or field: the command's TRACEPARENT, the outcome's trace, across a kill -9. */
@@ -226,7 +203,7 @@ static void test_intent_traceparent(void **state)
 	assert_string_equal(jstr(e, "outcome.trace.traceparent"), TP2);
 	assert_true(jnum(e, "outcome.expect.declared.wall_seconds") == 60);
 	json_decref(e);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /*
@@ -267,7 +244,7 @@ static void test_intent_attached_runs_are_their_tool(void **state)
 	e = wait_final(f->id, 5000);
 	assert_string_equal(jstr(e, "tool"), "bm-sleeper");
 	json_decref(e);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* Run a command of ours to its end: its exit status, its stdout in *out (a new string). */
@@ -374,17 +351,17 @@ static void test_intent_advise_on_a_real_store(void **state)
 	free(text);
 	assert_int_equal(run_out((char *[]){ (char *)bm_bin, "advise", "--state-dir", ag.dir, NULL }, &text), 1);
 	free(text);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 int main(void)
 {
 	struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_intent_declared_against_policy_and_observed, setup_i, teardown_i),
-		cmocka_unit_test_setup_teardown(test_intent_widens_soft_levels, setup_i, teardown_i),
-		cmocka_unit_test_setup_teardown(test_intent_traceparent, setup_i, teardown_i),
-		cmocka_unit_test_setup_teardown(test_intent_attached_runs_are_their_tool, setup_i, teardown_i),
-		cmocka_unit_test_setup_teardown(test_intent_advise_on_a_real_store, setup_i, teardown_i),
+		cmocka_unit_test_setup_teardown(test_intent_declared_against_policy_and_observed, setup_i, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_intent_widens_soft_levels, setup_i, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_intent_traceparent, setup_i, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_intent_attached_runs_are_their_tool, setup_i, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_intent_advise_on_a_real_store, setup_i, agent_fx_teardown),
 	};
 	size_t n;
 	int rc = runner_init("test_intent");

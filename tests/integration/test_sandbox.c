@@ -43,16 +43,7 @@ static void agent_start(void)
 
 static int setup_s(void **state)
 {
-	int ret = setup(state);
-
-	if (ret)
-		return ret;
-	if (agent_fx_init("sbx", "bmit-sbx")) {
-		teardown(state);
-		return -1;
-	}
-	chmod(ag.dir, 0755);
-	return 0;
+	return agent_fx_setup(state, "sbx", "bmit-sbx");
 }
 
 /* Directories a test made, and files a broken sandbox would have let it write: gone after it. */
@@ -83,17 +74,9 @@ static int forget_probes(void)
 
 static int teardown_s(void **state)
 {
-	int found = agent_leftovers();
+	int found = forget_probes();
 
-	found += forget_probes();
-	rm_rf(ag.dir);
-	return teardown(state) || found ? -1 : 0;
-}
-
-static void finish(void **state)
-{
-	agent_finish();
-	assert_clean((struct fx *)*state);
+	return agent_fx_teardown(state) || found ? -1 : 0;
 }
 
 /*
@@ -290,7 +273,7 @@ static void test_sbx_filesystem(void **state)
 	check_ran(f, r, STANDALONE);
 	check_said(r, STANDALONE, (const char *const[]){ "beside=rw\n" }, 1);
 	assert_null(jget(r->o, "enforcement.read_only_root"));
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /*
@@ -349,7 +332,7 @@ static void test_sbx_user(void **state)
 	r = SBX(f, STANDALONE, "--", "/bin/sh", "-c", script);
 	check_ran(f, r, STANDALONE);
 	check_said(r, STANDALONE, (const char *const[]){ "Uid:0,0,0,0\n" }, 1);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* A copy of /bin/cat at path, root's, with mode; 0 or fails. */
@@ -439,7 +422,7 @@ static void test_sbx_drop_caps(void **state)
 							  "fcap-CapEff:" }, 3);
 	assert_null(strstr(r->out.p, "fcap-CapEff:0000000000000000\n"));
 	assert_null(strstr(r->out.p, "CapEff:0000000000000000\n"));
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* A TCP listener on addr (numeric) at *port (0: any, then set): the fd. */
@@ -537,7 +520,7 @@ static void test_sbx_network(void **state)
 	}
 	for (i = 0; i < BM_ARRAY_SIZE(addrs); i++)
 		close(fds[i]);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /*
@@ -585,7 +568,7 @@ static void test_sbx_env_cwd(void **state)
 		assert_non_null(strstr(r->err.p, strerror(EACCES)));
 	}
 	unsetenv("BM_SBX_MARK");
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* POST a launch (the agent runs it): it must be running. */
@@ -642,7 +625,7 @@ static void test_sbx_agent_launch_workspace(void **state)
 	assert_int_equal(call("GET", "/v1/effects/ws2", NULL, &e), 404);
 	json_decref(e);
 	assert_int_equal(cgroups_created(f), 1);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 /* run as uid (a forked child: setgid, setuid, exec) with args: its status, stderr in err. */
@@ -739,7 +722,7 @@ static void test_sbx_refused_before_anything(void **state)
 	assert_int_equal(st, 0);
 	assert_non_null(strstr(err, "65534\nCapEff:0000000000000000\nNoNewPrivs:1\n"));
 	assert_int_equal(cgroups_created(f), 1);
-	finish(state);
+	agent_fx_finish(state);
 }
 
 int main(void)

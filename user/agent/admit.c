@@ -272,11 +272,13 @@ int ag_attach(struct bm_agent *a, struct ag_effect *e, pid_t caller, uid_t uid, 
 {
 	int err;
 
-	if (e->req.mode != BM_REQ_ATTACH || e->req.attach_pid || !e->started || !e->sup.cg ||
-	    e->sup.phase != BM_SUP_RUNNING)
+	if (e->req.mode != BM_REQ_ATTACH || !e->started || !e->sup.cg || e->sup.phase != BM_SUP_RUNNING)
 		return -EALREADY;
 	if (ag_caller_pid(caller, pid, &pid) || !owns(caller, uid, pid))
 		return -EPERM;
+	/* the same again (a caller that lost our answer, an agent restarted): done already */
+	if (e->req.attach_pid)
+		return e->req.attach_pid == pid ? 0 : -EALREADY;
 	e->req.attach_pid = pid;
 	err = attach(a, e);
 	if (err) {

@@ -36,8 +36,9 @@ int ag_cancel(struct bm_agent *a, struct ag_effect *e);
 /*
  * The process of an attach that gave no pid (its cgroup made, waiting):
  * pid as the caller numbers it, its descendant; one cloned into the
- * effect's cgroup stays where it is, another is moved. 0, -EPERM (not the
- * caller's), -EALREADY (not waiting: launched, attached, ended), -errno.
+ * effect's cgroup stays where it is, another is moved; the same pid again
+ * is 0. 0, -EPERM (not the caller's), -EALREADY (not waiting: launched,
+ * another attached, ended), -errno.
  */
 int ag_attach(struct bm_agent *a, struct ag_effect *e, pid_t caller, uid_t uid, pid_t pid);
 /* Called once its wait is over: an attach still without its process ends (true), or false. */

@@ -104,11 +104,16 @@ static void adopt_running(struct bm_agent *a, struct ag_effect *e, const struct 
 	e->state = row->state == BM_ST_QUEUED ? BM_ST_RUNNING : row->state;
 	ag_watch_effect(a, e);
 	ag_wake(a, e);
-	if (e->shim.pidfd < 0) {
-		if (e->req.mode == BM_REQ_LAUNCH && bm_effect_shim_status(e->status_path, &status))
-			status = -1;
-		bm_sup__exited(&e->sup, status);
+	if (e->shim.pidfd >= 0)
+		return;
+	/* an attached process gone while no agent ran: its caller, who reaps it, may still say how */
+	if (e->req.mode == BM_REQ_ATTACH) {
+		e->exit_wait_ns = bm_now_ns() + AG_EXIT_WAIT_NS;
+		return;
 	}
+	if (bm_effect_shim_status(e->status_path, &status))
+		status = -1;
+	bm_sup__exited(&e->sup, status);
 }
 
 struct adopt_ctx {

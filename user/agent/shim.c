@@ -24,7 +24,7 @@ void ag_shim_ended(struct bm_agent *a, struct ag_effect *e)
 	}
 	if (e->req.mode == BM_REQ_ATTACH) {
 		/* its status is the caller's, who reaps it: give the caller a moment to say */
-		e->exit_wait_ns = bm_now_ns() + 2 * BM_NSEC_PER_SEC;
+		e->exit_wait_ns = bm_now_ns() + AG_EXIT_WAIT_NS;
 		return;
 	}
 	if (bm_effect_shim_status(e->status_path, &status))

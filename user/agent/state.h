@@ -106,6 +106,8 @@ struct ag_effect {
 
 /* The agent's tick: effects sampled (timelines, event streams), the queue looked at. */
 #define AG_TICK_NS (20 * BM_NSEC_PER_MSEC)
+/* How long an attached process's caller has to say how it ended, once it is gone. */
+#define AG_EXIT_WAIT_NS (5 * BM_NSEC_PER_SEC)
 /*
  * At most this many meter reads per tick. When thousands of sleepers wake
  * together (they all ended), reading them all in one tick held the loop

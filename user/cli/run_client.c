@@ -206,16 +206,50 @@ static int outcome_line(json_t *line, void *ctx)
 static json_t *outcome_of(const char *sock, const struct bm_run_opts *o, int timeout_ms)
 {
 	struct itimerspec its = { .it_value = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L } };
+	struct timespec ms50 = { 0, 50 * 1000 * 1000 };
 	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	char path[256];
 	json_t *out = NULL;
 
 	effect_path(o, "/events", path, sizeof(path));
-	if (tfd >= 0 && !timerfd_settime(tfd, 0, &its, NULL))
-		(void)bm_client_follow(sock, path, tfd, outcome_line, &out);
-	if (tfd >= 0)
-		close(tfd);
+	if (tfd < 0 || timerfd_settime(tfd, 0, &its, NULL)) {
+		if (tfd >= 0)
+			close(tfd);
+		return NULL;
+	}
+	/* an agent that restarts (its stream cut, its socket away a moment) is followed again */
+	for (;;) {
+		int st = bm_client_follow(sock, path, tfd, outcome_line, &out);
+
+		if (out || st == -ECANCELED || (st > 0 && st != 200))
+			break;
+		nanosleep(&ms50, NULL);
+	}
+	close(tfd);
 	return out;
+}
+
+/*
+ * POST body to path, again every 50 ms while no agent answers (or one dies
+ * answering), for up to timeout_ms; the answer in *out (NULL: not wanted).
+ */
+static int post_until(const char *sock, const char *path, const json_t *body, json_t **out, int timeout_ms)
+{
+	struct timespec ms50 = { 0, 50 * 1000 * 1000 };
+	uint64_t end = bm_now_ns() + (uint64_t)timeout_ms * BM_NSEC_PER_MSEC;
+	json_t *got = NULL;
+	int st;
+
+	while ((st = bm_client_call(sock, "POST", path, body, &got, CALL_MS)) < 0 && bm_now_ns() < end) {
+		json_decref(got);
+		got = NULL;
+		nanosleep(&ms50, NULL);
+	}
+	if (out)
+		*out = got;
+	else
+		json_decref(got);
+	return st;
 }
 
 /*
@@ -364,7 +398,8 @@ static int start_in(const char *sock, const struct bm_run_opts *o, const json_t 
 	}
 	body = json_pack("{s:i}", "pid", (int)child->pid);
 	effect_path(o, "/attach", path, sizeof(path));
-	st = bm_client_call(sock, "POST", path, body, &out, CALL_MS);
+	/* again while no agent answers: a restarted one adopts the effect, and takes it then */
+	st = post_until(sock, path, body, &out, OUTCOME_WAIT_MS);
 	json_decref(body);
 	if (st != 200) {
 		bm_err("the agent at %s did not attach %s: %d %s", sock, o->id, st, refusal(out, st, why, sizeof(why)));
@@ -452,9 +487,9 @@ int bm_run_client(const struct bm_run_opts *o, const char *sock)
 				    : err > 0 ? BM_EXIT_NOEXEC : BM_EXIT_INTERNAL, 0);
 	effect_path(o, "/exit", body, sizeof(body));
 	exitj = json_pack("{s:i}", "wait_status", status);
-	(void)bm_client_call(sock, "POST", body, exitj, &eff, CALL_MS);
+	/* the agent may be restarting: it adopts the effect and takes the status then */
+	(void)post_until(sock, body, exitj, NULL, OUTCOME_WAIT_MS);
 	json_decref(exitj);
-	json_decref(eff);
 	/* the outcome line comes the moment the agent has it: no polling */
 	eff = outcome_of(sock, o, OUTCOME_WAIT_MS);
 	ret = report(o, eff, &enf);
