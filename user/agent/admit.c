@@ -83,11 +83,7 @@ static void start_failed(struct bm_agent *a, struct ag_effect *e, int exec_errno
 		e->sup.exec_errno = exec_errno;
 	} else {
 		bm_warn("failed to %s for %s/%s: %s", what, e->tenant, e->req.id, strerror(-err));
-		e->sup.out.reason = BM_REASON_METER_ERROR;
-		e->sup.out.by = "burstmeter";
-		e->sup.out.exit_code = -1;
-		snprintf(e->sup.out.advice, sizeof(e->sup.out.advice), "it never ran: failed to %.96s: %.96s",
-			 what, strerror(-err));
+		bm_sup__never_ran(&e->sup, what, err);
 	}
 	/* what is said here stands: the meter's finish must not judge a command that never ran */
 	e->sup.not_run = true;
@@ -256,16 +252,6 @@ static void start(struct bm_agent *a, struct ag_effect *e)
 	running(a, e);
 	if (e->req.mode == BM_REQ_ATTACH && !e->req.attach_pid)
 		e->exit_wait_ns = bm_now_ns() + ATTACH_WAIT_NS;
-}
-
-bool ag_attach_expired(struct bm_agent *a, struct ag_effect *e)
-{
-	if (e->req.mode != BM_REQ_ATTACH || e->req.attach_pid)
-		return false;
-	/* what the caller cloned in and never named goes with it */
-	(void)bm_cgroup__kill(e->sup.cg);
-	start_failed(a, e, 0, "have its process: none was named (POST .../attach) within 10 s", -ETIMEDOUT);
-	return true;
 }
 
 int ag_attach(struct bm_agent *a, struct ag_effect *e, pid_t caller, uid_t uid, pid_t pid)

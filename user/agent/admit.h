@@ -41,8 +41,6 @@ int ag_cancel(struct bm_agent *a, struct ag_effect *e);
  * another attached, ended), -errno.
  */
 int ag_attach(struct bm_agent *a, struct ag_effect *e, pid_t caller, uid_t uid, pid_t pid);
-/* Called once its wait is over: an attach still without its process ends (true), or false. */
-bool ag_attach_expired(struct bm_agent *a, struct ag_effect *e);
 /* An attached effect's caller reports its exit (wait status): 0, -EALREADY or -EINVAL (not attached). */
 int ag_exit(struct bm_agent *a, struct ag_effect *e, int wait_status);
 /* Start queued effects while the node has room: fair across tenants, by priority within one. */

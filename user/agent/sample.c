@@ -5,10 +5,10 @@
  * lines and its tenant's budgets; the tick that decides who is read and
  * who sleeps.
  */
+#include <errno.h>
 #include <limits.h>
 #include <string.h>
 
-#include "agent/admit.h"
 #include "agent/index.h"
 #include "agent/sample.h"
 #include "agent/tenant.h"
@@ -146,10 +146,16 @@ void ag_tick(struct bm_agent *a)
 			reads--;
 			ag_sample(a, e);
 		}
-		/* an attached process ended and its caller never said how */
-		if (e->exit_wait_ns && now >= e->exit_wait_ns && !ag_attach_expired(a, e))
+		/*
+		 * an attached process ended and its caller never said how; or an
+		 * attach never named its process: what the caller cloned in goes
+		 */
+		if (e->exit_wait_ns && now >= e->exit_wait_ns) {
+			if (e->req.mode == BM_REQ_ATTACH && !e->req.attach_pid)
+				bm_sup__never_ran(&e->sup, "have its process: none was named (POST .../attach) within 10 s",
+						  -ETIMEDOUT);
 			bm_sup__exited(&e->sup, -1);
-		else if (e->idle && !e->readers && !e->exit_wait_ns)
+		} else if (e->idle && !e->readers && !e->exit_wait_ns)
 			ag_sleep(a, e);
 	}
 	bm_loader__forget_stale(a->loader);

@@ -494,6 +494,16 @@ void bm_sup__exited(struct bm_sup *s, int wait_status)
 	arm_timer(s, 0);
 }
 
+void bm_sup__never_ran(struct bm_sup *s, const char *what, int err)
+{
+	s->out.reason = BM_REASON_METER_ERROR;
+	s->out.by = "burstmeter";
+	s->out.exit_code = -1;
+	snprintf(s->out.advice, sizeof(s->out.advice), "it never ran: failed to %.96s: %.96s", what,
+		 strerror(-err));
+	s->not_run = true;
+}
+
 bool bm_sup__done(const struct bm_sup *s)
 {
 	return s->phase == BM_SUP_DONE;

@@ -155,6 +155,11 @@ int bm_sup__cap(struct bm_sup *s, double cores, unsigned int weight, const char 
 		double observed);
 /* The command exited (its wait status, when known; -1 if not ours to reap). */
 void bm_sup__exited(struct bm_sup *s, int wait_status);
+/*
+ * It never ran: a meter_error outcome saying it failed to <what> (err,
+ * negative errno) is what stands, whatever the finish finds.
+ */
+void bm_sup__never_ran(struct bm_sup *s, const char *what, int err);
 /* True once the outcome can be built: the cgroup is empty and the meter drained (or timed out). */
 bool bm_sup__done(const struct bm_sup *s);
 /* Read the meter, classify, fill s->out (s->out.sum may stay NULL: meter_error). */
