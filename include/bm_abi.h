@@ -12,7 +12,7 @@
 #include <linux/bpf.h>		/* struct bpf_spin_lock */
 #endif
 
-#define BM_ABI_VERSION 2
+#define BM_ABI_VERSION 3
 
 /*
  * Flow windows (CPU, network, run-queue wait) live in a ring of BM_RING
@@ -45,11 +45,15 @@ enum bm_dim {
 	BM_DIM_CPU,	/* ns on CPU within the window, all tasks of the cgroup */
 	BM_DIM_NET,	/* bytes sent on inet sockets within the window */
 	BM_DIM_RUNQ,	/* ns its tasks waited on a run queue, charged to the window they got the CPU */
+	BM_DIM_IO_READ,	/* bytes of read bios its I/O queued to block devices (block_bio_queue) */
+	BM_DIM_IO_WRITE,	/* bytes of write bios, its writeback included where it is attributed */
+	BM_DIM_IO_OPS,	/* read and write bios queued (what io.max's iops counts) */
+	BM_DIM_DIRTY,	/* bytes of page cache its tasks dirtied (writeback_dirty_folio) */
 	BM_DIM_MEM,	/* bytes: largest resident set (sum over its mms) within the window */
 	BM_DIM_PIDS,	/* tasks: largest live task count within the window */
 	BM_DIM__MAX,
 };
-#define BM_FLOWS 3
+#define BM_FLOWS 7
 
 /*
  * Flow slots are kept per lane (CPU number mod BM_LANES), so that CPUs
@@ -80,8 +84,17 @@ enum bm_stat {
 	BM_STAT_MM_FULL,	/* bm_mm full: an mm's resident set was not tracked */
 	BM_STAT_TASK_FULL,	/* task storage could not be created: CPU not charged */
 	BM_STAT_LATE,		/* a contribution older than the ring: in the totals, not in a window */
+	BM_STAT_IO_UNKNOWN,	/* a bio of no metered cgroup's, queued by a kernel thread (writeback) */
 	BM_STAT__MAX,
 };
+
+/*
+ * How a bio's cgroup was found (bm_meter.io_via): from the blkcg the bio
+ * carries (v2: the submitter's, or for writeback the cgroup that dirtied
+ * the inode's pages), from a v1 blkio twin's alias (hybrid hosts), or from
+ * the task that queued it (the fallback: direct I/O, reads, fsync).
+ */
+enum bm_io_via { BM_IO_VIA_BLKCG, BM_IO_VIA_ALIAS, BM_IO_VIA_TASK, BM_IO_VIA__MAX };
 
 /* Bits of bm_meter.flags. */
 #define BM_F_DRAINED (1U << 0)		/* every task that entered has been freed */
@@ -118,6 +131,7 @@ struct bm_meter {
 	__u64 entered;			/* tasks that entered (the first one included) */
 	__u64 forks;			/* of those, the ones an effect task forked */
 	__u64 freed;			/* tasks freed after their last switch */
+	__u64 io_via[BM_IO_VIA__MAX];	/* bios charged, by how their cgroup was found */
 	__u32 crossed[BM_RING];		/* per flow slot: dims whose crossing was reported */
 	__u32 lvl_crossed;		/* level dims whose crossing in lvl_win was reported */
 	__u32 slot;			/* its byte in bm_moved, or BM_SLOT_NONE */
@@ -133,6 +147,10 @@ struct bm_meter {
 #define BM_META_RECLAIM (1U << 2)
 #define BM_META_NET_TP (1U << 3)
 #define BM_META_NET_FEXIT (1U << 4)
+#define BM_META_IO (1U << 5)		/* block_bio_queue */
+#define BM_META_DIRTY (1U << 6)		/* writeback_dirty_folio */
+#define BM_META_OOM (1U << 7)		/* mark_victim */
+#define BM_META_IO_ALIAS (1U << 8)	/* v1 blkio twins resolved through bm_blkalias */
 
 struct bm_meta {
 	__u32 abi;		/* BM_ABI_VERSION of the loader that pinned it */
@@ -145,6 +163,7 @@ enum bm_ev_type {
 	BM_EV_CROSS = 1,	/* a window value reached its threshold */
 	BM_EV_DRAINED = 2,	/* the last task of the cgroup was freed */
 	BM_EV_KILLED = 3,	/* the kernel sent SIGKILL at a ceiling (dim, value, thresh) */
+	BM_EV_OOM = 4,		/* the OOM killer chose a task of the cgroup: a struct bm_oom_event */
 };
 
 struct bm_event {
@@ -155,6 +174,23 @@ struct bm_event {
 	__u64 thresh;
 	__u32 type;		/* enum bm_ev_type */
 	__u32 dim;		/* enum bm_dim */
+};
+
+/*
+ * The OOM killer marked a task of a metered cgroup as its victim
+ * (oom:mark_victim, before the kill): who, and how big it was. ev.value
+ * holds its resident bytes, ev.win the cgroup's newest window.
+ */
+#define BM_COMM_LEN 16
+
+struct bm_oom_event {
+	struct bm_event ev;
+	__u64 rss_bytes;	/* anon + file + shmem of its mm, at the mark */
+	__u64 anon_bytes;
+	__u64 total_vm_bytes;
+	__u32 pid;		/* in the initial pid namespace */
+	__s32 oom_score_adj;
+	char comm[BM_COMM_LEN];
 };
 
 /* Per-mm state in bm_mm: the mm's last resident size, to turn absolute counters into deltas. */
@@ -176,7 +212,8 @@ _Static_assert(sizeof(struct bm_event) == 48, "bm_event changed: bump BM_ABI_VER
 _Static_assert(sizeof(struct bm_mm_state) == 16, "bm_mm_state changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_meta) == 16, "bm_meta changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_task_state) == 32, "bm_task_state changed: bump BM_ABI_VERSION");
-_Static_assert(sizeof(struct bm_meter) == 3360, "bm_meter changed: bump BM_ABI_VERSION");
+_Static_assert(sizeof(struct bm_meter) == 6648, "bm_meter changed: bump BM_ABI_VERSION");
+_Static_assert(sizeof(struct bm_oom_event) == 96, "bm_oom_event changed: bump BM_ABI_VERSION");
 #endif
 
 #endif /* BM_ABI_H */

@@ -356,7 +356,8 @@ static void test_series_svg_bursts_render(void **state)
 {
 	struct bm_series s = { .window_ns = W_NS };
 	struct bm_timeline t = { .title = "demo: bursty", .s = &s };
-	static const char *const dims[] = { "cpu", "mem", "pids", "net", "runq" };
+	static const char *const dims[] = { "cpu", "mem", "pids", "net", "runq", "ior", "iow", "iops",
+					    "dirty" };
 	const char *at, *prev;
 	char key[32];
 	struct out o;
@@ -371,14 +372,14 @@ static void test_series_svg_bursts_render(void **state)
 	render(&t, &o);
 	judge(&o);
 	/* one path per panel, the panels in reading order, nothing else drawn as a path */
-	for (prev = o.text, i = 0; i < 5; prev = at, i++) {
+	for (prev = o.text, i = 0; i < BM_DIM__MAX; prev = at, i++) {
 		snprintf(key, sizeof(key), "<path id=\"data-%s\"", dims[i]);
 		at = strstr(o.text, key);
 		assert_true(at && at > prev);
 	}
 	for (at = o.text, i = 0; (at = strstr(at, "<path")); at++, i++)
 		;
-	assert_int_equal(i, 5);
+	assert_int_equal(i, BM_DIM__MAX);
 	assert_non_null(strstr(o.text, ">time (s)<"));
 	assert_null(strstr(o.text, "ceiling"));
 	done(&o);

@@ -12,15 +12,21 @@ static const char *const dim_names[BM_DIM__MAX] = {
 	[BM_DIM_PIDS] = "pids",
 	[BM_DIM_NET] = "net_tx_bytes_per_s",
 	[BM_DIM_RUNQ] = "runq_delay_ms",
+	[BM_DIM_IO_READ] = "io_read_bytes_per_s",
+	[BM_DIM_IO_WRITE] = "io_write_bytes_per_s",
+	[BM_DIM_IO_OPS] = "io_ops_per_s",
+	[BM_DIM_DIRTY] = "dirty_bytes_per_s",
 };
 
 static const char *const dim_short[BM_DIM__MAX] = {
 	[BM_DIM_CPU] = "cpu", [BM_DIM_MEM] = "mem", [BM_DIM_PIDS] = "pids",
-	[BM_DIM_NET] = "net", [BM_DIM_RUNQ] = "runq",
+	[BM_DIM_NET] = "net", [BM_DIM_RUNQ] = "runq", [BM_DIM_IO_READ] = "ior",
+	[BM_DIM_IO_WRITE] = "iow", [BM_DIM_IO_OPS] = "iops", [BM_DIM_DIRTY] = "dirty",
 };
 
 const enum bm_dim bm_dim_order[BM_DIM__MAX] = {
 	BM_DIM_CPU, BM_DIM_MEM, BM_DIM_PIDS, BM_DIM_NET, BM_DIM_RUNQ,
+	BM_DIM_IO_READ, BM_DIM_IO_WRITE, BM_DIM_IO_OPS, BM_DIM_DIRTY,
 };
 
 unsigned int bm_window_bucket(uint64_t v)
@@ -54,7 +60,9 @@ static void close_n(struct bm_summary *s, int d, uint64_t v, uint64_t n)
 		s->peak[d] = v;
 }
 
-static const int flows[] = { BM_DIM_CPU, BM_DIM_NET, BM_DIM_RUNQ };
+static const int flows[] = {
+	BM_DIM_CPU, BM_DIM_NET, BM_DIM_RUNQ, BM_DIM_IO_READ, BM_DIM_IO_WRITE, BM_DIM_IO_OPS, BM_DIM_DIRTY,
+};
 static const int levels[] = { BM_DIM_MEM, BM_DIM_PIDS };
 
 uint64_t bm_window_last(const struct bm_meter *m, uint64_t end_ns)
@@ -115,6 +123,7 @@ int bm_window_finalize(const struct bm_meter *m, uint64_t end_win, struct bm_sum
 	s->runq_ns = s->total[BM_DIM_RUNQ];
 	s->net_bytes = s->total[BM_DIM_NET];
 	s->late_ns = m->late[BM_DIM_CPU] + m->late[BM_DIM_RUNQ];
+	memcpy(s->io_via, m->io_via, sizeof(s->io_via));
 	s->stall_ns = m->stall_ns;
 	s->forks = m->forks;
 	s->tasks_entered = m->entered;
@@ -150,6 +159,10 @@ double bm_window_display(enum bm_dim d, double raw, uint64_t window_ns)
 	case BM_DIM_CPU:
 		return raw / (double)window_ns;
 	case BM_DIM_NET:
+	case BM_DIM_IO_READ:
+	case BM_DIM_IO_WRITE:
+	case BM_DIM_IO_OPS:
+	case BM_DIM_DIRTY:
 		return raw * 1e9 / (double)window_ns;
 	case BM_DIM_RUNQ:
 		return raw / 1e6;
