@@ -108,6 +108,7 @@ static void test_retry_eligibility_for_every_reason(void **state)
 		[BM_REASON_MEMORY_CEILING] = false, [BM_REASON_PIDS_CEILING] = false,
 		[BM_REASON_CPU_CEILING] = false, [BM_REASON_NET_CEILING] = false,
 		[BM_REASON_CANCELLED] = true, [BM_REASON_METER_ERROR] = true,
+		[BM_REASON_STORAGE_CEILING] = false, [BM_REASON_IO_CEILING] = false,
 	};
 	struct bm_summary s = { .window_ns = W_NS };
 	int r;
@@ -182,7 +183,7 @@ static void test_reason_names_match_the_contract(void **state)
 {
 	static const char *const want[BM_REASON__MAX] = {
 		"completed", "failed", "signaled", "deadline", "memory_ceiling", "pids_ceiling",
-		"cpu_ceiling", "net_ceiling", "cancelled", "meter_error",
+		"cpu_ceiling", "net_ceiling", "cancelled", "meter_error", "storage_ceiling", "io_ceiling",
 	};
 	int r;
 
