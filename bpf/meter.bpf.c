@@ -561,16 +561,6 @@ struct {
 extern struct cgroup *bpf_cgroup_from_id(__u64 cgid) __ksym __weak;
 extern void bpf_cgroup_release(struct cgroup *cgrp) __ksym __weak;
 
-static __always_inline struct bm_meter *meter_of_cgroup(struct cgroup *cg)
-{
-	__u64 id;
-
-	if (cfg_cgrp_storage)
-		return bpf_cgrp_storage_get(&bm_cgst, cg, 0, 0);
-	id = cg->kn->id;
-	return bpf_map_lookup_elem(&bm_cghash, &id);
-}
-
 static __always_inline void io_add(struct bm_meter *m, __u32 d, __u64 x, __u64 v, __u32 lane)
 {
 	__u64 lost = bm_flow_add(m, d, x, v, lane);
@@ -593,16 +583,6 @@ static __always_inline void io_charge(struct bm_meter *m, struct bio *bio, __u32
 		__sync_fetch_and_add(&m->io_via[via], 1);
 }
 
-/* The bio's own blkcg, when it is a cgroup of the default (v2) hierarchy, which has id 0. */
-static __always_inline struct cgroup *bio_cgroup(struct bio *bio)
-{
-	struct blkcg_gq *blkg = bio->bi_blkg;
-
-	if (!blkg || !blkg->blkcg)
-		return NULL;
-	return blkg->blkcg->css.cgroup;
-}
-
 /* Read and write bios with data; flushes, discards and the like are not I/O of its own. */
 static __always_inline bool io_counts(struct bio *bio)
 {
@@ -611,84 +591,92 @@ static __always_inline bool io_counts(struct bio *bio)
 	return (op == BM_REQ_OP_READ || op == BM_REQ_OP_WRITE) && bio->bi_iter.bi_size;
 }
 
+/*
+ * The v2 cgroup id the bio names: its blkcg's cgroup when that is of the
+ * default hierarchy (id 0), else a v1 blkio twin's alias; 0 if neither.
+ * The pointers walked here are not trusted: only their ids are used.
+ */
+static __always_inline __u64 bio_cgid(struct bio *bio, __u32 *via)
+{
+	struct blkcg_gq *blkg = bio->bi_blkg;
+	struct cgroup *cg;
+	__u64 id, *v2;
+
+	if (!blkg || !blkg->blkcg)
+		return 0;
+	cg = blkg->blkcg->css.cgroup;
+	if (!cg)
+		return 0;
+	id = cg->kn->id;
+	*via = BM_IO_VIA_BLKCG;
+	if (cg->root->hierarchy_id == 0)
+		return id;
+	v2 = bpf_map_lookup_elem(&bm_blkalias, &id);
+	*via = BM_IO_VIA_ALIAS;
+	return v2 ? *v2 : 0;
+}
+
+/* What is left: the task that queued it, unless that is a kernel thread (writeback, a worker). */
 static __always_inline struct bm_meter *io_by_task(__u32 *via)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
 
 	*via = BM_IO_VIA_TASK;
-	if (cur->flags & BM_PF_KTHREAD)
+	if (cur->flags & BM_PF_KTHREAD) {
+		stat_inc(BM_STAT_IO_UNKNOWN);
 		return NULL;
+	}
 	return meter_of(cur);
 }
 
+/* Meters in the hash (6.1): a cgroup id is the meter's key. */
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(bm_bio_queue, struct bio *bio)
 {
-	struct cgroup *cg;
 	struct bm_meter *m = NULL;
-	__u64 id, *v2;
-	__u32 via = BM_IO_VIA_BLKCG;
+	__u32 via = 0;
+	__u64 id;
 
 	if (!io_counts(bio))
 		return 0;
-	cg = bio_cgroup(bio);
-	if (cg && cg->root->hierarchy_id == 0) {
-		m = meter_of_cgroup(cg);
-	} else if (cg && !cfg_cgrp_storage) {
-		/* a v1 blkio twin: with meters in the hash, its alias is the meter's key */
-		id = cg->kn->id;
-		v2 = bpf_map_lookup_elem(&bm_blkalias, &id);
-		if (v2) {
-			m = bpf_map_lookup_elem(&bm_cghash, v2);
-			via = BM_IO_VIA_ALIAS;
-		}
-	}
+	id = bio_cgid(bio, &via);
+	if (id > 1 && !cfg_cgrp_storage)
+		m = bpf_map_lookup_elem(&bm_cghash, &id);
 	if (!m)
 		m = io_by_task(&via);
 	if (m)
 		io_charge(m, bio, via);
-	else if (bpf_get_current_task_btf()->flags & BM_PF_KTHREAD)
-		stat_inc(BM_STAT_IO_UNKNOWN);
 	return 0;
 }
 
 /*
- * The same where meters live in cgroup storage and v1 blkio twins exist
- * (hybrid hosts, 6.2+): the twin's alias is a cgroup id, which
- * bpf_cgroup_from_id() (6.2+, as cgroup storage) turns into the cgroup.
- * Loaded instead of bm_bio_queue by the loader's choice.
+ * Meters in cgroup storage (6.2+): the id becomes the cgroup through
+ * bpf_cgroup_from_id() (6.2+ too), a pointer the storage helper trusts.
+ * Loaded instead of bm_bio_queue where the kernel has both.
  */
 SEC("tp_btf/block_bio_queue")
-int BPF_PROG(bm_bio_queue_alias, struct bio *bio)
+int BPF_PROG(bm_bio_queue_kf, struct bio *bio)
 {
-	struct cgroup *cg, *v2cg;
 	struct bm_meter *m = NULL;
-	__u64 id, *v2;
-	__u32 via = BM_IO_VIA_BLKCG;
+	struct cgroup *cg;
+	__u32 via = 0;
+	__u64 id;
 
 	if (!io_counts(bio))
 		return 0;
-	cg = bio_cgroup(bio);
-	if (cg && cg->root->hierarchy_id == 0) {
-		m = meter_of_cgroup(cg);
-	} else if (cg) {
-		id = cg->kn->id;
-		v2 = bpf_map_lookup_elem(&bm_blkalias, &id);
-		if (v2) {
-			v2cg = bpf_cgroup_from_id(*v2);
-			if (v2cg) {
-				m = bpf_cgrp_storage_get(&bm_cgst, v2cg, 0, 0);
-				bpf_cgroup_release(v2cg);
-				via = BM_IO_VIA_ALIAS;
-			}
+	id = bio_cgid(bio, &via);
+	/* the root cgroup (1) is no effect: most of a node's bios need no lookup */
+	if (id > 1) {
+		cg = bpf_cgroup_from_id(id);
+		if (cg) {
+			m = bpf_cgrp_storage_get(&bm_cgst, cg, 0, 0);
+			bpf_cgroup_release(cg);
 		}
 	}
 	if (!m)
 		m = io_by_task(&via);
 	if (m)
 		io_charge(m, bio, via);
-	else if (bpf_get_current_task_btf()->flags & BM_PF_KTHREAD)
-		stat_inc(BM_STAT_IO_UNKNOWN);
 	return 0;
 }
 

@@ -53,7 +53,15 @@ enum bm_dim {
 	BM_DIM_PIDS,	/* tasks: largest live task count within the window */
 	BM_DIM__MAX,
 };
-#define BM_FLOWS 7
+/*
+ * Flows come in two rings of slots of their own: the scheduler's (CPU,
+ * network, run-queue wait: BM_FLOWS) and I/O's (BM_IO_FLOWS, from
+ * BM_DIM_IO_READ on), so that opening a window in one closes only its own
+ * dimensions: the I/O dimensions cost the context-switch path nothing.
+ */
+#define BM_FLOWS 3
+#define BM_IO_FLOWS 4
+#define BM_ALL_FLOWS (BM_FLOWS + BM_IO_FLOWS)
 
 /*
  * Flow slots are kept per lane (CPU number mod BM_LANES), so that CPUs
@@ -76,6 +84,10 @@ enum bm_dim {
 
 struct bm_lane {
 	__u64 v[BM_RING][BM_FLOWS];
+};
+
+struct bm_io_lane {
+	__u64 v[BM_RING][BM_IO_FLOWS];	/* [d - BM_DIM_IO_READ] */
 };
 
 /* Per-CPU counters in bm_stats: every drop on the hot path is counted, never silent. */
@@ -118,11 +130,14 @@ struct bm_meter {
 	__u64 kill_at[BM_DIM__MAX];	/* levels the kernel kills at (MEM, PIDS); 0 = none */
 	__u64 slot_win[BM_RING];	/* window each flow slot holds; 0 = empty */
 	struct bm_lane lane[BM_LANES];	/* flow slot values, per lane */
+	__u64 io_slot_win[BM_RING];	/* the same for the I/O ring */
+	struct bm_io_lane io_lane[BM_LANES];
 	__u64 lvl_win;			/* window lvl_max belongs to */
 	__u64 lvl_max[BM_DIM__MAX];	/* largest level within lvl_win */
 	__u64 peak[BM_DIM__MAX];	/* largest closed-window value */
 	__u64 wsum[BM_DIM__MAX];	/* sum of closed-window values */
 	__u64 closed_flow;		/* flow windows closed from the ring */
+	__u64 io_closed_flow;		/* the same, from the I/O ring */
 	__u64 closed_lvl;		/* level windows closed */
 	__u64 late[BM_DIM__MAX];	/* flow amounts that found no window: in totals only */
 	__u64 stall_ns;			/* direct and memcg reclaim, in total */
@@ -133,6 +148,7 @@ struct bm_meter {
 	__u64 freed;			/* tasks freed after their last switch */
 	__u64 io_via[BM_IO_VIA__MAX];	/* bios charged, by how their cgroup was found */
 	__u32 crossed[BM_RING];		/* per flow slot: dims whose crossing was reported */
+	__u32 io_crossed[BM_RING];	/* the same, per I/O slot */
 	__u32 lvl_crossed;		/* level dims whose crossing in lvl_win was reported */
 	__u32 slot;			/* its byte in bm_moved, or BM_SLOT_NONE */
 	__u32 hist[BM_DIM__MAX][BM_HIST_BUCKETS];
@@ -212,7 +228,7 @@ _Static_assert(sizeof(struct bm_event) == 48, "bm_event changed: bump BM_ABI_VER
 _Static_assert(sizeof(struct bm_mm_state) == 16, "bm_mm_state changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_meta) == 16, "bm_meta changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_task_state) == 32, "bm_task_state changed: bump BM_ABI_VERSION");
-_Static_assert(sizeof(struct bm_meter) == 6648, "bm_meter changed: bump BM_ABI_VERSION");
+_Static_assert(sizeof(struct bm_meter) == 6848, "bm_meter changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_oom_event) == 96, "bm_oom_event changed: bump BM_ABI_VERSION");
 #endif
 

@@ -48,6 +48,15 @@ static void slot_set(struct bm_meter *m, uint64_t x, int d, uint64_t l0, uint64_
 {
 	unsigned int s = x & (BM_RING - 1);
 
+	if (d >= BM_FLOWS) {
+		/* the I/O ring */
+		m->io_slot_win[s] = x;
+		m->io_lane[0].v[s][d - BM_FLOWS] = l0;
+		m->io_lane[1].v[s][d - BM_FLOWS] = l1;
+		m->io_lane[2].v[s][d - BM_FLOWS] = l2;
+		m->io_lane[3].v[s][d - BM_FLOWS] = l3;
+		return;
+	}
 	m->slot_win[s] = x;
 	m->lane[0].v[s][d] = l0;
 	m->lane[1].v[s][d] = l1;
@@ -171,6 +180,7 @@ static void test_finalize_untouched_flow_windows_count_as_zero(void **state)
 	kclose(&m, BM_DIM_IO_OPS, 0, 3);
 	kclose(&m, BM_DIM_DIRTY, 0, 3);
 	m.closed_flow = 3;
+	m.io_closed_flow = 3;
 	slot_set(&m, FIRST + 50, BM_DIM_CPU, 1500000, 0, 0, 0);	/* 0.15: bucket 8 */
 	slot_set(&m, FIRST + 51, BM_DIM_CPU, 0, 19000000, 0, 0);	/* 1.9 (two CPUs): bucket 11 */
 	assert_int_equal(bm_window_finalize(&m, FIRST + 99, &s), 0);
@@ -287,6 +297,7 @@ static void test_finalize_totals_are_wsum_open_and_late(void **state)
 	kclose(&m, BM_DIM_IO_OPS, 1, 1);
 	kclose(&m, BM_DIM_DIRTY, 8192, 1);
 	m.closed_flow = 1;
+	m.io_closed_flow = 1;
 	slot_set(&m, FIRST + 1, BM_DIM_IO_WRITE, 0, 1048576, 0, 0);
 	m.late[BM_DIM_IO_WRITE] = 512;
 	slot_set(&m, FIRST + 1, BM_DIM_CPU, 1000, 0, 0, 2000);

@@ -71,6 +71,12 @@ static json_t *request_json(const struct bm_run_opts *o, pid_t pid)
 		json_object_set_new(sb, "pids_limit", json_integer((json_int_t)o->limits.pids));
 	if (o->limits.timeout_ns)
 		json_object_set_new(sb, "timeout_seconds", json_real(o->limits.timeout_ns / 1e9));
+	if (o->limits.io_read_bps)
+		json_object_set_new(sb, "io_read_bps", json_integer((json_int_t)o->limits.io_read_bps));
+	if (o->limits.io_write_bps)
+		json_object_set_new(sb, "io_write_bps", json_integer((json_int_t)o->limits.io_write_bps));
+	if (o->limits.io_iops)
+		json_object_set_new(sb, "io_iops", json_integer((json_int_t)o->limits.io_iops));
 	json_object_set_new(r, "sandbox", sb);
 	return r;
 }

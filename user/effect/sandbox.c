@@ -64,6 +64,12 @@ const char *bm_sandbox_looser(const struct bm_sandbox *c, const struct bm_sandbo
 		return "sandbox.timeout_seconds";
 	if (lifts(c->max_ephemeral_storage, p->max_ephemeral_storage))
 		return "sandbox.max_ephemeral_storage";
+	if (lifts(c->io_read_bps, p->io_read_bps))
+		return "sandbox.io_read_bps";
+	if (lifts(c->io_write_bps, p->io_write_bps))
+		return "sandbox.io_write_bps";
+	if (lifts(c->io_iops, p->io_iops))
+		return "sandbox.io_iops";
 	/* none < egress_restricted < egress_allow_list (of the parent's CIDRs) < full */
 	if (c->network_policy > p->network_policy)
 		return "sandbox.network_policy";

@@ -194,7 +194,7 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 	if (err)
 		return err;
 	io_throttle = !o->meter_only && (s->o.policy.dim[BM_P_IO].steps & BM_STEP_BIT(BM_STEP_THROTTLE));
-	err = bm_ceilings_io_apply(env, s->cg, s->name, lim, io_throttle, o->io_paths, &s->ceil);
+	err = bm_ceilings_io_apply(env, s->cg, s->name, lim, io_throttle, s->o.io_paths, &s->ceil);
 	if (err)
 		return err;
 	for (p = 0; o->meter_only && p < BM_P__MAX; p++)

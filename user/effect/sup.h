@@ -36,8 +36,8 @@ struct bm_sup_opts {
 	uint64_t window_ns;
 	struct bm_policy policy;	/* levels and steps; the ceilings are added from limits */
 	bool meter_only;		/* no controllers: the meter holds every ceiling */
-	/* Where it does I/O (NULL-terminated; NULL: none): its disks get the I/O ceilings. */
-	const char *const *io_paths;
+	/* Where it does I/O (NULL-terminated): the disks behind these get the I/O ceilings. */
+	const char *io_paths[4];
 	bool no_fast_path;		/* no in-kernel kill at ceilings */
 	/*
 	 * No timerfds: the caller watches timer_at and deadline_at (one timer

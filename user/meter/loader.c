@@ -153,6 +153,7 @@ static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum 
 {
 	struct bpf_program *p;
 	uint64_t tick_fn = find_tick_fn();
+	bool kf;
 
 	feat->cgrp_storage = !force_hash && libbpf_probe_bpf_map_type(BM_MAP_TYPE_CGRP_STORAGE, NULL) > 0;
 	skel->rodata->cfg_cgrp_storage = feat->cgrp_storage;
@@ -181,19 +182,19 @@ static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum 
 			bpf_program__autoload(skel->progs.bm_dreclaim_end);
 
 	/*
-	 * Block I/O: one of two programs on block_bio_queue. With meters in
-	 * cgroup storage, a v1 blkio twin's alias (a cgroup id) needs
-	 * bpf_cgroup_from_id() to become the cgroup: where the kernel has it,
-	 * that variant; else the plain one, whose aliases key the hash.
+	 * Block I/O: one of two programs on block_bio_queue. The bio names its
+	 * cgroup by pointers the verifier does not trust, so by id: with meters
+	 * in the hash, the id is the key; in cgroup storage, bpf_cgroup_from_id()
+	 * (6.2+, as the storage) makes it a cgroup. Without that kfunc, I/O is
+	 * the submitting task's only, and v1 twins cannot be told.
 	 */
-	feat->io_alias = feat->cgrp_storage && btf_has_func(vmlinux, "bpf_cgroup_from_id") &&
-			 btf_has_func(vmlinux, "bpf_cgroup_release") &&
-			 bpf_program__autoload(skel->progs.bm_bio_queue_alias);
-	bpf_program__set_autoload(feat->io_alias ? skel->progs.bm_bio_queue
-						 : skel->progs.bm_bio_queue_alias, false);
+	kf = feat->cgrp_storage && btf_has_func(vmlinux, "bpf_cgroup_from_id") &&
+	     btf_has_func(vmlinux, "bpf_cgroup_release") &&
+	     bpf_program__autoload(skel->progs.bm_bio_queue_kf);
+	bpf_program__set_autoload(kf ? skel->progs.bm_bio_queue : skel->progs.bm_bio_queue_kf, false);
 	feat->io = bpf_program__autoload(skel->progs.bm_bio_queue) ||
-		   bpf_program__autoload(skel->progs.bm_bio_queue_alias);
-	feat->io_alias |= feat->io && !feat->cgrp_storage;
+		   bpf_program__autoload(skel->progs.bm_bio_queue_kf);
+	feat->io_alias = feat->io && (kf || !feat->cgrp_storage);
 	feat->dirty = bpf_program__autoload(skel->progs.bm_dirty);
 	feat->oom = bpf_program__autoload(skel->progs.bm_oom_victim);
 
