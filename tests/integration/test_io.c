@@ -18,11 +18,13 @@
  *     blkio.throttle (enforcement says which), and the meter still sees
  *     the bytes the throttle released later.
  *   OOM: a memory ceiling's OOM kill names the victim, its size, the limit.
+ *   storage: through the agent, an effect that fills its max_ephemeral_storage
+ *     (its /tmp tmpfs) ends with storage_ceiling, its peak reported.
  */
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 
-#include "runner.h"
+#include "agent_fx.h"
 
 static char io_dir[PATH_MAX];	/* a private directory on a block device */
 static char truth[PATH_MAX + 16], data[PATH_MAX + 16];
@@ -230,6 +232,64 @@ static void test_io_oom_victim(void **state)
 	assert_clean(f);
 }
 
+static int agent_setup(void **state)
+{
+	int err = io_setup(state);
+
+	if (err)
+		return err;
+	if (agent_fx_init("io", "bmit-io")) {
+		io_teardown(state);
+		return -1;
+	}
+	chmod(ag.dir, 0755);
+	return 0;
+}
+
+static int agent_teardown(void **state)
+{
+	int found = agent_leftovers();
+
+	rm_rf(ag.dir);
+	return io_teardown(state) || found ? -1 : 0;
+}
+
+/*
+ * 64 MiB into /tmp under max_ephemeral_storage 16Mi: the tmpfs refuses
+ * the rest (ENOSPC), the writer waits for room, and the agent, which
+ * looks at the tmpfs every 20 ms, ends the effect with storage_ceiling.
+ */
+static void test_io_storage_ceiling(void **state)
+{
+	json_t *req, *e = NULL;
+	double peak;
+
+	agent_start_cfg("", "max_running: 4\nadmit_cpu_pressure: 100\nadmit_mem_available: 0\n");
+	req = launch_req("fill", "bm-io", "fill", "/tmp", "64", "/tmp/truth", NULL);
+	json_object_set_new(req, "sandbox", json_pack("{s:s}", "max_ephemeral_storage", "16Mi"));
+	assert_int_equal(call("POST", "/v1/effects", req, &e), 201);
+	json_decref(e);
+	e = wait_final("fill", 30000);
+	peak = jnum(e, "outcome.storage.peak_bytes");
+	integ_note("storage: %s (%s) after %.2f s, peak %.0f of %.0f; advice: %s", jstr(e, "state"),
+		   jstr(e, "outcome.termination.reason"), jnum(e, "outcome.wall_seconds"), peak,
+		   jnum(e, "outcome.limits.ephemeral_storage_bytes"), jstr(e, "outcome.retry.advice"));
+	assert_string_equal(jstr(e, "state"), "killed");
+	assert_string_equal(jstr(e, "outcome.termination.reason"), "storage_ceiling");
+	assert_int_equal(jint(e, "outcome.limits.ephemeral_storage_bytes"), 16LL << 20);
+	assert_string_equal(jstr(e, "outcome.storage.where"), "/tmp");
+	/* full: what it wrote, and the truth file beside it */
+	assert_between(peak, 15 * MIB, 16 * MIB);
+	assert_false(json_is_true(jget(e, "outcome.retry.eligible")));
+	assert_non_null(strstr(jstr(e, "outcome.retry.advice"), "max_ephemeral_storage"));
+	/* it was ended, not left to wait 10 s for room */
+	assert_true(jnum(e, "outcome.wall_seconds") < 5);
+	assert_non_null(strstr(jstr(e, "outcome.enforcement.ephemeral_storage"), "tmpfs"));
+	json_decref(e);
+	agent_finish();
+	assert_clean(*state);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
@@ -238,6 +298,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_io_cold_read, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_write_ceiling, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_oom_victim, io_setup, io_teardown),
+		cmocka_unit_test_setup_teardown(test_io_storage_ceiling, agent_setup, agent_teardown),
 	};
 	size_t n;
 	int rc = runner_init("test_io");
