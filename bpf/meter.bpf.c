@@ -685,8 +685,11 @@ int BPF_PROG(bm_bio_queue_kf, struct bio *bio)
  * how much writeback it has coming, whoever later writes it back. A large
  * folio (PG_head) has its order in the first tail page: 6.1 names it
  * _folio_order, later kernels keep it in the low byte of _flags_1.
+ * Each read goes through a flavour that matches one kernel's types, behind
+ * a field-exists check, so the other kernel's relocation is dead code.
  */
 struct folio___61 {
+	unsigned long flags;
 	unsigned char _folio_order;
 } __attribute__((preserve_access_index));
 
@@ -695,7 +698,11 @@ static __always_inline __u64 folio_bytes(struct folio *folio)
 	__u64 flags = 0, order = 0;
 	int head = bpf_core_enum_value(enum pageflags, PG_head);
 
-	bpf_core_read(&flags, sizeof(flags), &folio->flags);
+	/* 6.1: unsigned long flags; since 6.17 a memdesc_flags_t around it */
+	if (bpf_core_field_exists(struct folio___61, flags))
+		flags = BPF_CORE_READ((struct folio___61 *)folio, flags);
+	else
+		flags = BPF_CORE_READ(folio, flags.f);
 	if (!(flags & (1ULL << (head & 63))))
 		return 1ULL << cfg_page_shift;
 	if (bpf_core_field_exists(struct folio___61, _folio_order))

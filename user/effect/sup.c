@@ -361,6 +361,15 @@ static void sample(struct bm_sup *s, const struct bm_meter *m, uint64_t now, str
 			sm->value[p] = v > 0 ? (double)v : 0;
 			if (m->lvl_win == x && m->lvl_max[d] > sm->value[p])
 				sm->value[p] = (double)m->lvl_max[d];
+			/*
+			 * A memory ceiling a controller holds is breached when it OOM-kills:
+			 * resident bytes count a shared page twice and a page charged to
+			 * another cgroup too, so they may pass a charge that stays under
+			 * it. Its OOM killer then acts, and the outcome names its victim.
+			 */
+			if (p == BM_P_MEM && s->ceil.controller[p] && s->o.policy.dim[p].ceiling &&
+			    sm->value[p] > s->o.policy.dim[p].hard)
+				sm->value[p] = s->o.policy.dim[p].hard;
 			continue;
 		}
 		/* a fresh window looks empty: take the last full one too */
