@@ -331,7 +331,7 @@ static void test_series_push_n_matches_the_model(void **state)
 			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
 			len = (seed >> 33) % (i % 7 == 0 ? 20000 : 40);
 			for (d = 0; d < BM_DIM__MAX; d++)
-				v[d] = (double)((seed >> (8 * d)) & 0xff) - 32;	/* some < 0: clean to 0 */
+				v[d] = (double)((seed >> (8 * (d % 8))) & 0xff) - 32;	/* some < 0: clean to 0 */
 			if (i % 11 == 0)
 				v[BM_DIM_CPU] = NAN;
 			assert_int_equal(bm_series_push_n(&s, v, len), 0);
