@@ -1900,12 +1900,14 @@ def kio(b, res):
                 p = subprocess.Popen([BM, "run", "--standalone", "-q", "--", "sh", "-c", script],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                 children.append(p)
-                # its programs are its own, loaded for it: their counts start at its start
-                last = None
+                # its programs are its own, loaded for it: their counts start at its start and
+                # only grow; the last look at each (a teardown closes them one by one) holds
+                last = {}
                 while p.poll() is None:
                     ids = fdinfo_ids(p.pid, "prog_id:")
-                    t = {i: v for i, v in prog_table().items() if i in ids}
-                    last = t or last
+                    for i, v in prog_table().items():
+                        if i in ids and (i not in last or v[2] >= last[i][2]):
+                            last[i] = v
                     time.sleep(0.05)
                 children.remove(p)
                 if not last:
