@@ -465,9 +465,12 @@ int bm_ceilings_io_apply(const struct bm_cgroup_env *env, const struct bm_cgroup
 		c->v1_blkio_dirfd = fd;
 		c->io_attribution = "v1_twin";
 	}
+	if (!want && !io_throttle)
+		return 0;
+	/* the ladder's throttle needs the disks too, ceilings or not */
+	add_disks(c, paths);
 	if (!want)
 		return 0;
-	add_disks(c, paths);
 	if (c->n_io_dev && (c->v2_io || c->v1_blkio_dirfd >= 0))
 		err = io_write_limits(c, lim->io_read_bps, lim->io_write_bps, lim->io_iops);
 	if (err)
