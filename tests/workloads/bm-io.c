@@ -7,8 +7,10 @@
  *   bm-io dio FILE MIB BURST_MS QUIET_MS TRUTH
  *	write MIB MiB with O_DIRECT in 256 KiB writes to FILE (cycling over
  *	its first 64 MiB), in bursts of BURST_MS separated by QUIET_MS of
- *	sleep; truth: bytes, and the most bytes whose write began in one
- *	10 ms window of CLOCK_MONOTONIC (the meter's windows).
+ *	sleep; truth: bytes, and the most bytes one 10 ms window of
+ *	CLOCK_MONOTONIC (the meter's windows) holds for sure (writes that
+ *	began and ended in it: peak_window_lo) or may hold (began or ended
+ *	in it: peak_window_hi).
  *   bm-io buffered FILE MIB TRUTH
  *	write MIB MiB through the page cache, then fsync; truth: bytes.
  *   bm-io read FILE TRUTH
@@ -74,8 +76,9 @@ static void *chunk(void)
 
 static int dio(const char *file, uint64_t mib, uint64_t burst_ms, uint64_t quiet_ms, const char *out)
 {
-	static uint64_t win[WINS];
-	uint64_t total = mib << 20, done = 0, off = 0, t0 = 0, t, peak = 0, start, w;
+	static uint64_t lo[WINS], hi[WINS];
+	uint64_t total = mib << 20, done = 0, off = 0, t0 = 0, t, e, start, ws, we;
+	uint64_t peak_lo = 0, peak_hi = 0;
 	void *buf = chunk();
 	int fd;
 
@@ -90,9 +93,21 @@ static int dio(const char *file, uint64_t mib, uint64_t burst_ms, uint64_t quiet
 				t0 = t / WIN_NS;
 			if (pwrite(fd, buf, CHUNK, (off_t)off) != CHUNK)
 				return fail("write");
-			w = t / WIN_NS - t0;
-			if (w < WINS && (win[w] += CHUNK) > peak)
-				peak = win[w];
+			e = now_ns();
+			/*
+			 * Its bios were queued between t and e: a window holds it for sure
+			 * if both are in it (lo), and may hold it if either is (hi).
+			 */
+			ws = t / WIN_NS - t0;
+			we = e / WIN_NS - t0;
+			if (we < WINS) {
+				if (ws == we && (lo[ws] += CHUNK) > peak_lo)
+					peak_lo = lo[ws];
+				if ((hi[ws] += CHUNK) > peak_hi)
+					peak_hi = hi[ws];
+				if (we != ws && (hi[we] += CHUNK) > peak_hi)
+					peak_hi = hi[we];
+			}
 			done += CHUNK;
 			off = (off + CHUNK) % CYCLE;
 		}
@@ -101,8 +116,8 @@ static int dio(const char *file, uint64_t mib, uint64_t burst_ms, uint64_t quiet
 	}
 	close(fd);
 	free(buf);
-	return truth(out, "bytes %llu\npeak_window_bytes %llu\n", (unsigned long long)done,
-		     (unsigned long long)peak);
+	return truth(out, "bytes %llu\npeak_window_lo %llu\npeak_window_hi %llu\n",
+		     (unsigned long long)done, (unsigned long long)peak_lo, (unsigned long long)peak_hi);
 }
 
 static int buffered(const char *file, uint64_t mib, const char *out)
