@@ -451,6 +451,70 @@ static void test_json_actions_exit_termination_retry_meter(void **state)
 	json_decref(j);
 }
 
+/* The I/O part: limits and mechanisms, totals, storage, the OOM victims, attribution. */
+static void test_json_io_storage_oom(void **state)
+{
+	struct bm_summary s;
+	struct bm_outcome o;
+	json_t *j, *v;
+
+	full_outcome(&o, &s);
+	s.io_via[BM_IO_VIA_BLKCG] = 500;
+	s.io_via[BM_IO_VIA_TASK] = 12;
+	o.limits.io_write_bps = 20 * MIB;
+	o.limits.storage_bytes = 16 * MIB;
+	o.io_mech[BM_IO_CEIL_WRITE_BPS] = "cgroup v2 io.max";
+	o.storage_mech = "tmpfs size (ENOSPC) + meter: storage_ceiling when full";
+	o.storage_where = "/tmp";
+	o.storage_peak_bytes = 16 * MIB;
+	o.io_attribution = "blkcg";
+	o.oom_victims = 2;
+	o.n_oom = 1;
+	o.oom[0] = (struct bm_oom_victim){ .at_ms = 812.5, .pid = 4242, .oom_score_adj = 200,
+					   .comm = "python3", .rss_bytes = 60 * MIB,
+					   .anon_bytes = 58 * MIB, .total_vm_bytes = 300 * MIB };
+	o.oom_limit = "memory_ceiling";
+	o.mem_events[BM_MEMEV_OOM] = 1;
+	o.mem_events[BM_MEMEV_OOM_KILL] = 2;
+	o.mem_events[BM_MEMEV_HIGH] = -1;
+	o.mem_events[BM_MEMEV_MAX] = 37;
+	o.reason = BM_REASON_STORAGE_CEILING;
+	bm_outcome_retry(&o);
+	j = round_trip(&o);
+	expect_int(j, "limits.io_write_bps", 20 * MIB);
+	expect_null(j, "limits.io_read_bps");
+	expect_null(j, "limits.io_iops");
+	expect_int(j, "limits.ephemeral_storage_bytes", 16 * MIB);
+	expect_str(j, "enforcement.io_write_bps", "cgroup v2 io.max");
+	assert_null(json_object_get(at(j, "enforcement"), "io_read_bps"));
+	expect_str(j, "enforcement.ephemeral_storage", o.storage_mech);
+	expect_int(j, "totals.io_read_bytes", 8 * MIB);
+	expect_int(j, "totals.io_write_bytes", 64 * MIB);
+	expect_int(j, "totals.io_ops", 512);
+	expect_num(j, "peak.io_read_bytes_per_s", 8 * MIB * 100.0);
+	/* 64 MiB over 12.41 s of windows */
+	expect_num(j, "average.io_write_bytes_per_s", 64 * MIB / 12.41);
+	expect_str(j, "storage.where", "/tmp");
+	expect_int(j, "storage.peak_bytes", 16 * MIB);
+	expect_int(j, "oom.victims_total", 2);
+	v = json_array_get(at(j, "oom.victims"), 0);
+	assert_non_null(v);
+	assert_string_equal(json_string_value(json_object_get(v, "command")), "python3");
+	assert_int_equal(json_integer_value(json_object_get(v, "pid")), 4242);
+	assert_int_equal(json_integer_value(json_object_get(v, "rss_bytes")), 60 * MIB);
+	assert_int_equal(json_integer_value(json_object_get(v, "oom_score_adj")), 200);
+	expect_str(j, "oom.limit", "memory_ceiling");
+	expect_int(j, "oom.memory_events.oom_kill", 2);
+	expect_null(j, "oom.memory_events.high");
+	expect_str(j, "meter.io_attribution", "blkcg");
+	expect_int(j, "meter.io_bios_by.blkcg", 500);
+	expect_int(j, "meter.io_bios_by.submitter", 12);
+	expect_str(j, "termination.reason", "storage_ceiling");
+	assert_true(json_is_false(at(j, "retry.eligible")));
+	assert_non_null(strstr(json_string_value(at(j, "retry.advice")), "max_ephemeral_storage"));
+	json_decref(j);
+}
+
 static void test_json_never_ran(void **state)
 {
 	static char *argv_typo[] = { "pytset", NULL };
@@ -637,6 +701,7 @@ int main(void)
 		cmocka_unit_test(test_json_peaks_averages_totals),
 		cmocka_unit_test(test_json_histograms_hold_every_window),
 		cmocka_unit_test(test_json_actions_exit_termination_retry_meter),
+		cmocka_unit_test(test_json_io_storage_oom),
 		cmocka_unit_test(test_json_never_ran),
 		cmocka_unit_test_setup_teardown(test_write_file_atomically, tmpdir_setup,
 						tmpdir_teardown),
