@@ -1843,6 +1843,7 @@ def table(res, b, meta):
                 lines.append(f"  not run: {', '.join(idle)}")
     lines += neighbours_table(res)
     lines += fairness_table(res)
+    lines += kio_table(res)
     if WARNINGS:
         lines.append("")
         lines += ["warning: " + w for w in WARNINGS]
@@ -2067,7 +2068,61 @@ def fairness_table(res):
     return lines
 
 
-SECTIONS = ("kcost", "tput", "launch", "spikes", "detect", "scale", "neighbours", "fairness")
+# ---------------------------------------------------------------- 8. in-kernel cost of I/O
+def kio(b, res):
+    """ns per bio and per dirtied folio of the I/O programs (bpf_stats run_time_ns / run_cnt),
+    and of bm_sched_switch in the same runs, from a standalone run of bm-io: O_DIRECT bursts
+    (a bio per 256 KiB write) and buffered writes with fsync (a dirtied folio per page)"""
+    rounds = 1 if QUICK else 3
+    wl = os.path.join(b, "workloads", "bm-io")
+    d = tempfile.mkdtemp(prefix="bm-bench-io.", dir="/var/tmp")
+    rows = {}
+    try:
+        for r in range(rounds):
+            for mode, args in (("dio", ["dio", f"{d}/f", "64", "50", "50", f"{d}/t"]),
+                               ("buffered", ["buffered", f"{d}/f", "64", f"{d}/t"])):
+                script = f"sleep 0.3; {wl} {' '.join(args)}; sleep 0.3"
+                p = subprocess.Popen([BM, "run", "--standalone", "-q", "--", "sh", "-c", script],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                children.append(p)
+                # its programs are its own, loaded for it: their counts start at its start and
+                # only grow; the last look at each (a teardown closes them one by one) holds
+                last = {}
+                while p.poll() is None:
+                    ids = fdinfo_ids(p.pid, "prog_id:")
+                    for i, v in prog_table().items():
+                        if i in ids and (i not in last or v[2] >= last[i][2]):
+                            last[i] = v
+                    time.sleep(0.05)
+                children.remove(p)
+                if not last:
+                    warn(f"kio {mode}: no programs seen")
+                    continue
+                for i, (name, ns, cnt, _) in last.items():
+                    if cnt:
+                        rows.setdefault((mode, name), []).append((ns / cnt, cnt))
+                log(f"kio {mode} round {r + 1}: " + ", ".join(
+                    f"{n} {v[-1][0]:.0f} ns x {v[-1][1]}" for (m, n), v in rows.items() if m == mode))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    res["kio"] = rows
+
+
+def kio_table(res):
+    rows = res.get("kio")
+    if not rows:
+        return []
+    lines = ["", "in-kernel cost of the I/O programs (bpf_stats, median of rounds): ns per run, runs",
+             f"  {'load':<10}{'program':<22}{'ns/run':>8}{'runs':>10}"]
+    for (mode, name), v in sorted(rows.items()):
+        if name.startswith(("bm_bio", "bm_dirty", "bm_sched_switch", "bm_oom")):
+            ns = sorted(x[0] for x in v)[len(v) // 2]
+            runs = sorted(x[1] for x in v)[len(v) // 2]
+            lines.append(f"  {mode:<10}{name:<22}{ns:>8.0f}{runs:>10}")
+    return lines
+
+
+SECTIONS = ("kcost", "tput", "launch", "spikes", "detect", "scale", "neighbours", "fairness", "kio")
 
 
 def on_signal(sig, frame):
@@ -2113,11 +2168,10 @@ def main():
         # kdamond), which moved the kernel-cost ratios when kcost came after it
         for name, fn in (("tput", tput), ("launch", launch), ("spikes", spikes),
                          ("detect", detect), ("neighbours", neighbours), ("fairness", fairness),
-                         ("kcost", kcost),
-                         ("scale", scale)):
+                         ("kcost", kcost), ("kio", kio), ("scale", scale)):
             if name not in a.sections:
                 continue
-            write_sysctl("kernel.bpf_stats_enabled", 1 if name == "kcost" else 0)
+            write_sysctl("kernel.bpf_stats_enabled", 1 if name in ("kcost", "kio") else 0)
             ts = time.monotonic()
             fn(b, res)
             res["secs"][name] = time.monotonic() - ts

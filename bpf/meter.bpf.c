@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The burst meter: per-cgroup, per-window CPU, run-queue wait, resident
- * memory, tasks and bytes sent, for the cgroups registered as effects.
+ * memory, tasks, bytes sent, block I/O and page cache dirtied, for the
+ * cgroups registered as effects; and the OOM killer's victims among them.
  * Every other cgroup costs one failed storage lookup per event.
  */
 #include "vmlinux.h"
@@ -31,8 +32,14 @@ struct {
 	__type(value, struct bm_meter);
 } bm_cgst SEC(".maps");
 
+/*
+ * Not preallocated: a meter is 6.7 KB, and 16384 of them made up front
+ * would hold 110 MB of kernel memory on every 6.1 node. Only userspace
+ * adds meters (a syscall, never a program), so no program allocates.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
 	__type(key, __u64);
 	__type(value, struct bm_meter);
@@ -544,5 +551,240 @@ SEC("fexit/inet6_sendmsg")
 int BPF_PROG(bm_net_inet6, struct socket *sock, struct msghdr *msg, size_t size, int ret)
 {
 	net_charge(BPF_CORE_READ(sock, sk), ret);
+	return 0;
+}
+
+/*
+ * I/O. A bio is charged once, when it is queued (block_bio_queue: after
+ * blk-throttle, so a throttled bio counts when the throttle lets it go),
+ * to the first metered cgroup of: the blkcg it carries, where that is a v2
+ * cgroup (its submitter's; for buffered writeback the cgroup whose pages
+ * dirtied the inode, v2 cgroup writeback); the v2 cgroup a v1 blkio twin
+ * stands for (bm_blkalias, hybrid hosts); the task that queued it unless
+ * that is a kernel thread (direct I/O, reads, the writeback an fsync does
+ * itself). What none claims and a kernel thread queued is counted
+ * (BM_STAT_IO_UNKNOWN): the flusher's writeback of a cgroup that the
+ * kernel cannot tell (v1 writeback is not cgroup-aware).
+ */
+#define BM_PF_KTHREAD 0x00200000
+#define BM_REQ_OP_MASK 0xff
+#define BM_REQ_OP_READ 0
+#define BM_REQ_OP_WRITE 1
+
+/* v1 blkio twin (kernfs id) -> the effect's v2 cgroup id; written by userspace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u64);
+} bm_blkalias SEC(".maps");
+
+extern struct cgroup *bpf_cgroup_from_id(__u64 cgid) __ksym __weak;
+extern void bpf_cgroup_release(struct cgroup *cgrp) __ksym __weak;
+
+static __always_inline void io_add(struct bm_meter *m, __u32 d, __u64 x, __u64 v, __u32 lane)
+{
+	__u64 lost = bm_flow_add(m, d, x, v, lane);
+
+	if (lost) {
+		__sync_fetch_and_add(&m->late[d], lost);
+		stat_inc(BM_STAT_LATE);
+	}
+}
+
+static __always_inline void io_charge(struct bm_meter *m, struct bio *bio, __u32 via)
+{
+	__u32 op = bio->bi_opf & BM_REQ_OP_MASK, lane = bm_lane();
+	__u64 bytes = bio->bi_iter.bi_size, x;
+
+	x = bm_window_of(m, bpf_ktime_get_ns());
+	io_add(m, op == BM_REQ_OP_READ ? BM_DIM_IO_READ : BM_DIM_IO_WRITE, x, bytes, lane);
+	io_add(m, BM_DIM_IO_OPS, x, 1, lane);
+	if (via < BM_IO_VIA__MAX)
+		__sync_fetch_and_add(&m->io_via[via], 1);
+}
+
+/* Read and write bios with data; flushes, discards and the like are not I/O of its own. */
+static __always_inline bool io_counts(struct bio *bio)
+{
+	__u32 op = bio->bi_opf & BM_REQ_OP_MASK;
+
+	return (op == BM_REQ_OP_READ || op == BM_REQ_OP_WRITE) && bio->bi_iter.bi_size;
+}
+
+/*
+ * The v2 cgroup id the bio names: its blkcg's cgroup when that is of the
+ * default hierarchy (id 0), else a v1 blkio twin's alias; 0 if neither.
+ * The pointers walked here are not trusted: only their ids are used.
+ */
+static __always_inline __u64 bio_cgid(struct bio *bio, __u32 *via)
+{
+	struct blkcg_gq *blkg = bio->bi_blkg;
+	struct cgroup *cg;
+	__u64 id, *v2;
+
+	if (!blkg || !blkg->blkcg)
+		return 0;
+	cg = blkg->blkcg->css.cgroup;
+	if (!cg)
+		return 0;
+	id = cg->kn->id;
+	*via = BM_IO_VIA_BLKCG;
+	if (cg->root->hierarchy_id == 0)
+		return id;
+	v2 = bpf_map_lookup_elem(&bm_blkalias, &id);
+	*via = BM_IO_VIA_ALIAS;
+	return v2 ? *v2 : 0;
+}
+
+/* What is left: the task that queued it, unless that is a kernel thread (writeback, a worker). */
+static __always_inline struct bm_meter *io_by_task(__u32 *via)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+
+	*via = BM_IO_VIA_TASK;
+	if (cur->flags & BM_PF_KTHREAD) {
+		stat_inc(BM_STAT_IO_UNKNOWN);
+		return NULL;
+	}
+	return meter_of(cur);
+}
+
+/* Meters in the hash (6.1): a cgroup id is the meter's key. */
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(bm_bio_queue, struct bio *bio)
+{
+	struct bm_meter *m = NULL;
+	__u32 via = 0;
+	__u64 id;
+
+	if (!io_counts(bio))
+		return 0;
+	id = bio_cgid(bio, &via);
+	if (id > 1 && !cfg_cgrp_storage)
+		m = bpf_map_lookup_elem(&bm_cghash, &id);
+	if (!m)
+		m = io_by_task(&via);
+	if (m)
+		io_charge(m, bio, via);
+	return 0;
+}
+
+/*
+ * Meters in cgroup storage (6.2+): the id becomes the cgroup through
+ * bpf_cgroup_from_id() (6.2+ too), a pointer the storage helper trusts.
+ * Loaded instead of bm_bio_queue where the kernel has both.
+ */
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(bm_bio_queue_kf, struct bio *bio)
+{
+	struct bm_meter *m = NULL;
+	struct cgroup *cg;
+	__u32 via = 0;
+	__u64 id;
+
+	if (!io_counts(bio))
+		return 0;
+	id = bio_cgid(bio, &via);
+	/* the root cgroup (1) is no effect: most of a node's bios need no lookup */
+	if (id > 1) {
+		cg = bpf_cgroup_from_id(id);
+		if (cg) {
+			m = bpf_cgrp_storage_get(&bm_cgst, cg, 0, 0);
+			bpf_cgroup_release(cg);
+		}
+	}
+	if (!m)
+		m = io_by_task(&via);
+	if (m)
+		io_charge(m, bio, via);
+	return 0;
+}
+
+/*
+ * Page cache dirtied, in the dirtier's context (write(2), a write fault):
+ * how much writeback it has coming, whoever later writes it back. A large
+ * folio (PG_head) has its order in the first tail page: 6.1 names it
+ * _folio_order, later kernels keep it in the low byte of _flags_1.
+ * Each read goes through a flavour that matches one kernel's types, behind
+ * a field-exists check, so the other kernel's relocation is dead code.
+ */
+struct folio___61 {
+	unsigned long flags;
+	unsigned char _folio_order;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 folio_bytes(struct folio *folio)
+{
+	__u64 flags = 0, order = 0;
+	int head = bpf_core_enum_value(enum pageflags, PG_head);
+
+	/* 6.1: unsigned long flags; since 6.17 a memdesc_flags_t around it */
+	if (bpf_core_field_exists(struct folio___61, flags))
+		flags = BPF_CORE_READ((struct folio___61 *)folio, flags);
+	else
+		flags = BPF_CORE_READ(folio, flags.f);
+	if (!(flags & (1ULL << (head & 63))))
+		return 1ULL << cfg_page_shift;
+	if (bpf_core_field_exists(struct folio___61, _folio_order))
+		order = BPF_CORE_READ((struct folio___61 *)folio, _folio_order);
+	else
+		order = BPF_CORE_READ(folio, _flags_1) & 0xff;
+	return (1ULL << cfg_page_shift) << (order & 31);
+}
+
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(bm_dirty, struct folio *folio, struct address_space *mapping)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct bm_meter *m;
+
+	if (cur->flags & BM_PF_KTHREAD)
+		return 0;
+	m = meter_of(cur);
+	if (!m)
+		return 0;
+	io_add(m, BM_DIM_DIRTY, bm_window_of(m, bpf_ktime_get_ns()), folio_bytes(folio), bm_lane());
+	return 0;
+}
+
+/*
+ * The OOM killer chose a victim (before it sends SIGKILL): a record that
+ * names it, for the outcome. Every member of a memory.oom.group is marked
+ * in turn, so one OOM may send several.
+ */
+SEC("tp_btf/mark_victim")
+int BPF_PROG(bm_oom_victim, struct task_struct *task)
+{
+	struct bm_meter *m = meter_of(task);
+	struct bm_oom_event *e;
+	struct mm_struct *mm;
+	__s64 pages;
+
+	if (!m)
+		return 0;
+	e = bpf_ringbuf_reserve(&bm_events, sizeof(*e), 0);
+	if (!e) {
+		stat_inc(BM_STAT_RB_DROPS);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->ev.cgid = cgroup_of(task)->kn->id;
+	e->ev.time_ns = bpf_ktime_get_ns();
+	e->ev.win = m->last_win;
+	e->ev.type = BM_EV_OOM;
+	e->pid = task->pid;
+	e->oom_score_adj = BPF_CORE_READ(task, signal, oom_score_adj);
+	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), task->comm);
+	mm = task->mm;
+	if (mm) {
+		pages = bm_mm_resident_pages(mm);
+		e->rss_bytes = pages > 0 ? (__u64)pages << cfg_page_shift : 0;
+		pages = bm_mm_counter(mm, MM_ANONPAGES);
+		e->anon_bytes = pages > 0 ? (__u64)pages << cfg_page_shift : 0;
+		e->total_vm_bytes = BPF_CORE_READ(mm, total_vm) << cfg_page_shift;
+	}
+	e->ev.value = e->rss_bytes;
+	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

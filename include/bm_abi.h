@@ -12,7 +12,7 @@
 #include <linux/bpf.h>		/* struct bpf_spin_lock */
 #endif
 
-#define BM_ABI_VERSION 2
+#define BM_ABI_VERSION 3
 
 /*
  * Flow windows (CPU, network, run-queue wait) live in a ring of BM_RING
@@ -45,11 +45,23 @@ enum bm_dim {
 	BM_DIM_CPU,	/* ns on CPU within the window, all tasks of the cgroup */
 	BM_DIM_NET,	/* bytes sent on inet sockets within the window */
 	BM_DIM_RUNQ,	/* ns its tasks waited on a run queue, charged to the window they got the CPU */
+	BM_DIM_IO_READ,	/* bytes of read bios its I/O queued to block devices (block_bio_queue) */
+	BM_DIM_IO_WRITE,	/* bytes of write bios, its writeback included where it is attributed */
+	BM_DIM_IO_OPS,	/* read and write bios queued (what io.max's iops counts) */
+	BM_DIM_DIRTY,	/* bytes of page cache its tasks dirtied (writeback_dirty_folio) */
 	BM_DIM_MEM,	/* bytes: largest resident set (sum over its mms) within the window */
 	BM_DIM_PIDS,	/* tasks: largest live task count within the window */
 	BM_DIM__MAX,
 };
+/*
+ * Flows come in two rings of slots of their own: the scheduler's (CPU,
+ * network, run-queue wait: BM_FLOWS) and I/O's (BM_IO_FLOWS, from
+ * BM_DIM_IO_READ on), so that opening a window in one closes only its own
+ * dimensions: the I/O dimensions cost the context-switch path nothing.
+ */
 #define BM_FLOWS 3
+#define BM_IO_FLOWS 4
+#define BM_ALL_FLOWS (BM_FLOWS + BM_IO_FLOWS)
 
 /*
  * Flow slots are kept per lane (CPU number mod BM_LANES), so that CPUs
@@ -74,14 +86,27 @@ struct bm_lane {
 	__u64 v[BM_RING][BM_FLOWS];
 };
 
+struct bm_io_lane {
+	__u64 v[BM_RING][BM_IO_FLOWS];	/* [d - BM_DIM_IO_READ] */
+};
+
 /* Per-CPU counters in bm_stats: every drop on the hot path is counted, never silent. */
 enum bm_stat {
 	BM_STAT_RB_DROPS,	/* ring-buffer reserve failed: a record was lost */
 	BM_STAT_MM_FULL,	/* bm_mm full: an mm's resident set was not tracked */
 	BM_STAT_TASK_FULL,	/* task storage could not be created: CPU not charged */
 	BM_STAT_LATE,		/* a contribution older than the ring: in the totals, not in a window */
+	BM_STAT_IO_UNKNOWN,	/* a bio of no metered cgroup's, queued by a kernel thread (writeback) */
 	BM_STAT__MAX,
 };
+
+/*
+ * How a bio's cgroup was found (bm_meter.io_via): from the blkcg the bio
+ * carries (v2: the submitter's, or for writeback the cgroup that dirtied
+ * the inode's pages), from a v1 blkio twin's alias (hybrid hosts), or from
+ * the task that queued it (the fallback: direct I/O, reads, fsync).
+ */
+enum bm_io_via { BM_IO_VIA_BLKCG, BM_IO_VIA_ALIAS, BM_IO_VIA_TASK, BM_IO_VIA__MAX };
 
 /* Bits of bm_meter.flags. */
 #define BM_F_DRAINED (1U << 0)		/* every task that entered has made its last switch */
@@ -105,11 +130,14 @@ struct bm_meter {
 	__u64 kill_at[BM_DIM__MAX];	/* levels the kernel kills at (MEM, PIDS); 0 = none */
 	__u64 slot_win[BM_RING];	/* window each flow slot holds; 0 = empty */
 	struct bm_lane lane[BM_LANES];	/* flow slot values, per lane */
+	__u64 io_slot_win[BM_RING];	/* the same for the I/O ring */
+	struct bm_io_lane io_lane[BM_LANES];
 	__u64 lvl_win;			/* window lvl_max belongs to */
 	__u64 lvl_max[BM_DIM__MAX];	/* largest level within lvl_win */
 	__u64 peak[BM_DIM__MAX];	/* largest closed-window value */
 	__u64 wsum[BM_DIM__MAX];	/* sum of closed-window values */
 	__u64 closed_flow;		/* flow windows closed from the ring */
+	__u64 io_closed_flow;		/* the same, from the I/O ring */
 	__u64 closed_lvl;		/* level windows closed */
 	__u64 late[BM_DIM__MAX];	/* flow amounts that found no window: in totals only */
 	__u64 stall_ns;			/* direct and memcg reclaim, in total */
@@ -118,7 +146,9 @@ struct bm_meter {
 	__u64 entered;			/* tasks that entered (the first one included) */
 	__u64 forks;			/* of those, the ones an effect task forked */
 	__u64 freed;			/* tasks that made their last switch (are gone) */
+	__u64 io_via[BM_IO_VIA__MAX];	/* bios charged, by how their cgroup was found */
 	__u32 crossed[BM_RING];		/* per flow slot: dims whose crossing was reported */
+	__u32 io_crossed[BM_RING];	/* the same, per I/O slot */
 	__u32 lvl_crossed;		/* level dims whose crossing in lvl_win was reported */
 	__u32 slot;			/* its byte in bm_moved, or BM_SLOT_NONE */
 	__u32 hist[BM_DIM__MAX][BM_HIST_BUCKETS];
@@ -133,6 +163,10 @@ struct bm_meter {
 #define BM_META_RECLAIM (1U << 2)
 #define BM_META_NET_TP (1U << 3)
 #define BM_META_NET_FEXIT (1U << 4)
+#define BM_META_IO (1U << 5)		/* block_bio_queue */
+#define BM_META_DIRTY (1U << 6)		/* writeback_dirty_folio */
+#define BM_META_OOM (1U << 7)		/* mark_victim */
+#define BM_META_IO_ALIAS (1U << 8)	/* v1 blkio twins resolved through bm_blkalias */
 
 struct bm_meta {
 	__u32 abi;		/* BM_ABI_VERSION of the loader that pinned it */
@@ -145,6 +179,7 @@ enum bm_ev_type {
 	BM_EV_CROSS = 1,	/* a window value reached its threshold */
 	BM_EV_DRAINED = 2,	/* the last task of the cgroup made its last switch */
 	BM_EV_KILLED = 3,	/* the kernel sent SIGKILL at a ceiling (dim, value, thresh) */
+	BM_EV_OOM = 4,		/* the OOM killer chose a task of the cgroup: a struct bm_oom_event */
 };
 
 struct bm_event {
@@ -155,6 +190,23 @@ struct bm_event {
 	__u64 thresh;
 	__u32 type;		/* enum bm_ev_type */
 	__u32 dim;		/* enum bm_dim */
+};
+
+/*
+ * The OOM killer marked a task of a metered cgroup as its victim
+ * (oom:mark_victim, before the kill): who, and how big it was. ev.value
+ * holds its resident bytes, ev.win the cgroup's newest window.
+ */
+#define BM_COMM_LEN 16
+
+struct bm_oom_event {
+	struct bm_event ev;
+	__u64 rss_bytes;	/* anon + file + shmem of its mm, at the mark */
+	__u64 anon_bytes;
+	__u64 total_vm_bytes;
+	__u32 pid;		/* in the initial pid namespace */
+	__s32 oom_score_adj;
+	char comm[BM_COMM_LEN];
 };
 
 /* Per-mm state in bm_mm: the mm's last resident size, to turn absolute counters into deltas. */
@@ -176,7 +228,8 @@ _Static_assert(sizeof(struct bm_event) == 48, "bm_event changed: bump BM_ABI_VER
 _Static_assert(sizeof(struct bm_mm_state) == 16, "bm_mm_state changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_meta) == 16, "bm_meta changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_task_state) == 32, "bm_task_state changed: bump BM_ABI_VERSION");
-_Static_assert(sizeof(struct bm_meter) == 3360, "bm_meter changed: bump BM_ABI_VERSION");
+_Static_assert(sizeof(struct bm_meter) == 6848, "bm_meter changed: bump BM_ABI_VERSION");
+_Static_assert(sizeof(struct bm_oom_event) == 96, "bm_oom_event changed: bump BM_ABI_VERSION");
 #endif
 
 #endif /* BM_ABI_H */

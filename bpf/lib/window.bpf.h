@@ -73,37 +73,62 @@ static __always_inline void bm_crossed(struct bm_meter *m, int d, __u64 x, __u64
  */
 static void bm_flow_crossed(__u32 d, __u64 x, __u64 v, __u64 thresh);
 
-/* Value of flow slot s in dimension d: the sum of its lanes. */
-static __always_inline __u64 bm_slot_sum(const struct bm_meter *m, __u32 s, int d)
+/*
+ * The two rings (bm_abi.h): d below BM_FLOWS is the scheduler's, the rest
+ * I/O's, at index d - BM_FLOWS there. d is a constant wherever these are
+ * inlined, so each call site holds only its own ring's code.
+ */
+static __always_inline __u64 *bm_tag(struct bm_meter *m, __u32 d, __u32 s)
 {
-	return m->lane[0].v[s][d] + m->lane[1].v[s][d] + m->lane[2].v[s][d] + m->lane[3].v[s][d];
+	return d < BM_FLOWS ? &m->slot_win[s] : &m->io_slot_win[s];
+}
+
+static __always_inline __u64 *bm_val(struct bm_meter *m, __u32 d, __u32 l, __u32 s)
+{
+	return d < BM_FLOWS ? &m->lane[l].v[s][d] : &m->io_lane[l].v[s][(d - BM_FLOWS) & 3];
+}
+
+static __always_inline __u32 *bm_crossed_of(struct bm_meter *m, __u32 d, __u32 s)
+{
+	return d < BM_FLOWS ? &m->crossed[s] : &m->io_crossed[s];
+}
+
+/* Value of flow slot s in dimension d: the sum of its lanes. */
+static __always_inline __u64 bm_slot_sum(struct bm_meter *m, __u32 s, __u32 d)
+{
+	return *bm_val(m, d, 0, s) + *bm_val(m, d, 1, s) + *bm_val(m, d, 2, s) + *bm_val(m, d, 3, s);
 }
 
 /*
- * With the lock held: make slot s hold window x, closing the window it held
- * before. Returns 0, or -1 if the slot holds a newer window already (x has
- * left the ring). The tag is published with an atomic exchange, a full
+ * With the lock held: make slot s of dimension d's ring hold window x,
+ * closing the window it held before (every dimension of that ring).
+ * Returns 0, or -1 if the slot holds a newer window already (x has left
+ * the ring). The tag is published with an atomic exchange, a full
  * barrier, so a reader that sees the new tag also sees the zeroed values.
  */
-static __always_inline int bm_slot_open(struct bm_meter *m, __u32 s, __u64 x)
+static __always_inline int bm_slot_open(struct bm_meter *m, __u32 d0, __u32 s, __u64 x)
 {
-	__u64 tag = m->slot_win[s];
-	int d, l;
+	__u32 lo = d0 < BM_FLOWS ? 0 : BM_FLOWS, n = d0 < BM_FLOWS ? BM_FLOWS : BM_IO_FLOWS;
+	__u64 *tagp = bm_tag(m, d0, s), tag = *tagp;
+	__u32 d, l;
 
 	if (tag == x)
 		return 0;
 	if (tag > x)
 		return -1;
 	if (tag) {
-		for (d = 0; d < BM_FLOWS; d++)
-			bm_close(m, d, bm_slot_sum(m, s, d), 1);
-		m->closed_flow++;
+		for (d = 0; d < n; d++)
+			bm_close(m, lo + d, bm_slot_sum(m, s, lo + d), 1);
+		if (d0 < BM_FLOWS)
+			m->closed_flow++;
+		else
+			m->io_closed_flow++;
 	}
 	for (l = 0; l < BM_LANES; l++)
-		for (d = 0; d < BM_FLOWS; d++)
-			m->lane[l].v[s][d] = 0;
-	m->crossed[s] = 0;
-	__sync_lock_test_and_set(&m->slot_win[s], x);
+		for (d = 0; d < n; d++)
+			*bm_val(m, lo + d, l, s) = 0;
+	*bm_crossed_of(m, d0, s) = 0;
+	__sync_lock_test_and_set(tagp, x);
 	bm_touch(m, x);
 	return 0;
 }
@@ -126,19 +151,19 @@ static __always_inline __u64 bm_flow_add(struct bm_meter *m, __u32 d, __u64 x, _
 	if (x < m->first_win)
 		x = m->first_win;
 	s = x & (BM_RING - 1);
-	if (*(volatile __u64 *)&m->slot_win[s] != x) {
+	if (*(volatile __u64 *)bm_tag(m, d, s) != x) {
 		bpf_spin_lock(&m->lock);
-		err = bm_slot_open(m, s, x);
+		err = bm_slot_open(m, d, s, x);
 		bpf_spin_unlock(&m->lock);
 		if (err)
 			return v;
 	}
-	__sync_fetch_and_add(&m->lane[lane].v[s][d], v);
+	__sync_fetch_and_add(bm_val(m, d, lane, s), v);
 	t = m->thresh[d];
 	if (!t)
 		return 0;
 	sum = bm_slot_sum(m, s, d);
-	if (sum >= t && !(__sync_fetch_and_or(&m->crossed[s], 1U << d) & (1U << d)))
+	if (sum >= t && !(__sync_fetch_and_or(bm_crossed_of(m, d, s), 1U << d) & (1U << d)))
 		bm_flow_crossed(d, x, sum, t);
 	return 0;
 }

@@ -108,6 +108,9 @@ class Sandbox:
     pids_limit: Optional[int] = None
     timeout_seconds: Optional[Quantity] = None
     max_ephemeral_storage: Optional[Quantity] = None
+    io_read_bps: Optional[Quantity] = None       # per disk behind its paths, bytes/s ("50Mi")
+    io_write_bps: Optional[Quantity] = None
+    io_iops: Optional[int] = None
     network_policy: Optional[str] = None          # none, egress_restricted, egress_allow_list, full
     allowed_egress_cidrs: Optional[List[str]] = None
     read_only_root_fs: Optional[bool] = None

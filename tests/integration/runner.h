@@ -322,7 +322,8 @@ static long long hist_nonzero(json_t *o, const char *dim)
 }
 
 static const char *const dims[] = { "cpu_cores", "memory_bytes", "pids", "net_tx_bytes_per_s",
-				    "runq_delay_ms" };
+				    "runq_delay_ms", "io_read_bytes_per_s", "io_write_bytes_per_s",
+				    "io_ops_per_s", "dirty_bytes_per_s" };
 
 /* What every metered outcome must hold, whatever ran. */
 static void check_metered(struct fx *f, json_t *o, double window_ms)

@@ -53,6 +53,8 @@ static const char *const fake_v1_files[BM_V1__MAX][6] = {
 			   "memory.max_usage_in_bytes", "memory.usage_in_bytes", NULL },
 	[BM_V1_PIDS] = { "pids.max", "pids.events", "pids.current", NULL },
 	[BM_V1_CPU] = { "cpu.cfs_period_us", "cpu.cfs_quota_us", "cpu.shares", NULL },
+	[BM_V1_BLKIO] = { "blkio.throttle.read_bps_device", "blkio.throttle.write_bps_device",
+			  "blkio.throttle.read_iops_device", "blkio.throttle.write_iops_device", NULL },
 };
 static const char *const fake_v1_core[] = { "cgroup.procs", "tasks", "notify_on_release", NULL };
 

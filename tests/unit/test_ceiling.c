@@ -30,9 +30,9 @@ static struct {
 	bool applied;
 } f;
 
-static const char *const v1_name[BM_V1__MAX] = { "memory", "pids", "cpu" };
+static const char *const v1_name[BM_V1__MAX] = { "memory", "pids", "cpu", "blkio" };
 /* our own v1 cgroups, as /proc/self/cgroup would say: one below the root, one at it */
-static const char *const v1_self[BM_V1__MAX] = { "/job", "/", "/user.slice" };
+static const char *const v1_self[BM_V1__MAX] = { "/job", "/", "/user.slice", "/" };
 
 static int setup(void **state)
 {
@@ -265,6 +265,46 @@ static void test_ceiling_memory_high_round_trip(void **state)
 	assert_string_equal(knob_take(f.eff, "memory.max"), "268435456");
 }
 
+/*
+ * I/O ceilings on a hybrid host: a blkio twin beside the others, with the
+ * throttle files of the disk behind the given path (the real one this test
+ * runs on: where that is no block device, the mechanism says so).
+ */
+static void test_ceiling_hybrid_io_twin(void **state)
+{
+	const char *paths[] = { f.root, NULL };
+	char want[64];
+
+	v2("", "", "");
+	hybrid(ALL_V1 | (1U << BM_V1_BLKIO));
+	limits(0, 0, 0);
+	f.lim.io_write_bps = 8 * MIB;
+	f.lim.io_iops = 100;
+	assert_int_equal(apply(false), 0);
+	assert_int_equal(bm_ceilings_io_apply(&f.env, &f.cg, NAME, &f.lim, false, paths, &f.c), 0);
+	assert_string_equal(f.c.v1_dir[BM_V1_BLKIO], f.twin[BM_V1_BLKIO]);
+	assert_true(f.c.v1_blkio_dirfd >= 0);
+	assert_string_equal(f.c.io_attribution, "v1_twin");
+	assert_null(f.c.io_mech[BM_IO_CEIL_READ_BPS]);
+	if (!f.c.n_io_dev) {
+		assert_int_equal(strncmp(f.c.io_mech[BM_IO_CEIL_WRITE_BPS], "none: ", 6), 0);
+		return;
+	}
+	assert_string_equal(f.c.io_mech[BM_IO_CEIL_WRITE_BPS], "cgroup v1 blkio.throttle.write_bps_device");
+	snprintf(want, sizeof(want), "%s 8388608", f.c.io_dev[0]);
+	assert_string_equal(knob_take(f.twin[BM_V1_BLKIO], "blkio.throttle.write_bps_device"), want);
+	snprintf(want, sizeof(want), "%s 100", f.c.io_dev[0]);
+	assert_string_equal(knob_take(f.twin[BM_V1_BLKIO], "blkio.throttle.write_iops_device"), want);
+	/* the ladder's throttle: the lower of it and the ceiling, each way; 0 gives the ceilings back */
+	assert_int_equal(bm_ceilings_io(&f.c, &f.lim, 4 * MIB), 0);
+	snprintf(want, sizeof(want), "%s 4194304", f.c.io_dev[0]);
+	assert_string_equal(knob_take(f.twin[BM_V1_BLKIO], "blkio.throttle.read_bps_device"), want);
+	assert_string_equal(knob_take(f.twin[BM_V1_BLKIO], "blkio.throttle.write_bps_device"), want);
+	assert_int_equal(bm_ceilings_io(&f.c, &f.lim, 0), 0);
+	snprintf(want, sizeof(want), "%s 0", f.c.io_dev[0]);
+	assert_string_equal(knob_take(f.twin[BM_V1_BLKIO], "blkio.throttle.read_bps_device"), want);
+}
+
 static void test_ceiling_hybrid_twins_under_our_cgroups(void **state)
 {
 	const int *join;
@@ -283,7 +323,8 @@ static void test_ceiling_hybrid_twins_under_our_cgroups(void **state)
 	assert_mech(BM_P_CPU, "cgroup v1 cpu.cfs_quota_us", true);
 	/* each twin beside nothing else, under our own cgroup of its hierarchy, never above */
 	assert_int_equal(fake_n_made, 3);
-	for (v = 0; v < BM_V1__MAX; v++) {
+	/* (the blkio twin comes with I/O ceilings: bm_ceilings_io_apply()) */
+	for (v = 0; v < BM_V1_BLKIO; v++) {
 		assert_string_equal(f.c.v1_dir[v], f.twin[v]);
 		assert_true(exists(f.twin[v]));
 	}
@@ -296,7 +337,8 @@ static void test_ceiling_hybrid_twins_under_our_cgroups(void **state)
 	/* the child writes into each twin's own cgroup.procs */
 	join = bm_ceilings_join_fds(&f.c, &n);
 	assert_int_equal(n, BM_V1__MAX);
-	for (v = 0; v < BM_V1__MAX; v++) {
+	assert_int_equal(join[BM_V1_BLKIO], -1);
+	for (v = 0; v < BM_V1_BLKIO; v++) {
 		char pid[16];
 
 		snprintf(pid, sizeof(pid), "%d", 4200 + v);
@@ -543,6 +585,7 @@ int main(void)
 		T(test_ceiling_cpu_throttle_round_trip_v2),
 		T(test_ceiling_memory_high_round_trip),
 		T(test_ceiling_hybrid_twins_under_our_cgroups),
+		T(test_ceiling_hybrid_io_twin),
 		T(test_ceiling_hybrid_prefers_v2),
 		T(test_ceiling_hybrid_all_on_v2_makes_no_twin),
 		T(test_ceiling_hybrid_cpu_throttle_round_trip),

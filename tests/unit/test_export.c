@@ -170,6 +170,10 @@ static const char golden[] =
 	WIN("cpu_cores", CPU_HELP)
 	WIN("net_tx_bytes_per_second", "inet bytes sent, per second.")
 	WIN("runq_delay_seconds", "run-queue wait, in seconds.")
+	WIN("io_read_bytes_per_second", "block I/O read, bytes per second.")
+	WIN("io_write_bytes_per_second", "block I/O written, bytes per second.")
+	WIN("io_ops_per_second", "block I/O operations (bios), per second.")
+	WIN("dirty_bytes_per_second", "page cache dirtied, bytes per second.")
 	WIN("memory_bytes", "resident memory, in bytes.")
 	WIN("pids", "live tasks.")
 	/* 1 task lies in [1, 2): shown at le=2, never below; 5 in [4, 8): at le=8 */
@@ -187,6 +191,10 @@ static const char golden[] =
 	"burstmeter_effect_peak_cpu_cores_count" L "} 1\n"
 	PEAK("net_tx_bytes_per_second", "inet bytes sent, per second.")
 	PEAK("runq_delay_seconds", "run-queue wait, in seconds.")
+	PEAK("io_read_bytes_per_second", "block I/O read, bytes per second.")
+	PEAK("io_write_bytes_per_second", "block I/O written, bytes per second.")
+	PEAK("io_ops_per_second", "block I/O operations (bios), per second.")
+	PEAK("dirty_bytes_per_second", "page cache dirtied, bytes per second.")
 	PEAK("memory_bytes", "resident memory, in bytes.")
 	PEAK("pids", "live tasks.")
 	"# HELP burstmeter_effects_total Effects that ended, by termination reason.\n"

@@ -109,6 +109,7 @@ static void test_retry_eligibility_for_every_reason(void **state)
 		[BM_REASON_MEMORY_CEILING] = false, [BM_REASON_PIDS_CEILING] = false,
 		[BM_REASON_CPU_CEILING] = false, [BM_REASON_NET_CEILING] = false,
 		[BM_REASON_CANCELLED] = true, [BM_REASON_METER_ERROR] = true,
+		[BM_REASON_STORAGE_CEILING] = false, [BM_REASON_IO_CEILING] = false,
 	};
 	struct bm_summary s = { .window_ns = W_NS };
 	int r;
@@ -183,7 +184,7 @@ static void test_reason_names_match_the_contract(void **state)
 {
 	static const char *const want[BM_REASON__MAX] = {
 		"completed", "failed", "signaled", "deadline", "memory_ceiling", "pids_ceiling",
-		"cpu_ceiling", "net_ceiling", "cancelled", "meter_error",
+		"cpu_ceiling", "net_ceiling", "cancelled", "meter_error", "storage_ceiling", "io_ceiling",
 	};
 	int r;
 
@@ -203,9 +204,18 @@ static void full_outcome(struct bm_outcome *o, struct bm_summary *s)
 		.hist = { [BM_DIM_CPU] = { [0] = 1000, [25] = 241 },
 			  [BM_DIM_MEM] = { [27] = 1240, [29] = 1 }, [BM_DIM_PIDS] = { [5] = 1241 },
 			  [BM_DIM_NET] = { [0] = 1240, [20] = 1 },
-			  [BM_DIM_RUNQ] = { [0] = 1240, [22] = 1 } },
+			  [BM_DIM_RUNQ] = { [0] = 1240, [22] = 1 },
+			  /* 8 MiB read in one window (bucket 24), 64 MiB written over 32 (22) */
+			  [BM_DIM_IO_READ] = { [0] = 1240, [24] = 1 },
+			  [BM_DIM_IO_WRITE] = { [0] = 1209, [22] = 32 },
+			  [BM_DIM_IO_OPS] = { [0] = 1209, [5] = 32 },
+			  [BM_DIM_DIRTY] = { [0] = 1241 } },
 		.peak = { [BM_DIM_CPU] = 19700000, [BM_DIM_MEM] = 384 * MIB, [BM_DIM_PIDS] = 23,
-			  [BM_DIM_NET] = 734003, [BM_DIM_RUNQ] = 4100000 },
+			  [BM_DIM_NET] = 734003, [BM_DIM_RUNQ] = 4100000,
+			  [BM_DIM_IO_READ] = 8 * MIB, [BM_DIM_IO_WRITE] = 2 * MIB,
+			  [BM_DIM_IO_OPS] = 16 },
+		.total = { [BM_DIM_IO_READ] = 8 * MIB, [BM_DIM_IO_WRITE] = 64 * MIB,
+			   [BM_DIM_IO_OPS] = 512 },
 		.wsum = { [BM_DIM_MEM] = 1240 * 100 * MIB + 384 * MIB, [BM_DIM_PIDS] = 1241 * 20 },
 		.cpu_ns = 3850000000ULL, .net_bytes = 9437184, .runq_ns = 80000000, .forks = 22,
 	};
@@ -439,6 +449,70 @@ static void test_json_actions_exit_termination_retry_meter(void **state)
 	expect_null(j, "exit.code");
 	expect_int(j, "exit.signal", SIGKILL);
 	expect_str(j, "termination.reason", "signaled");
+	json_decref(j);
+}
+
+/* The I/O part: limits and mechanisms, totals, storage, the OOM victims, attribution. */
+static void test_json_io_storage_oom(void **state)
+{
+	struct bm_summary s;
+	struct bm_outcome o;
+	json_t *j, *v;
+
+	full_outcome(&o, &s);
+	s.io_via[BM_IO_VIA_BLKCG] = 500;
+	s.io_via[BM_IO_VIA_TASK] = 12;
+	o.limits.io_write_bps = 20 * MIB;
+	o.limits.storage_bytes = 16 * MIB;
+	o.io_mech[BM_IO_CEIL_WRITE_BPS] = "cgroup v2 io.max";
+	o.storage_mech = "tmpfs size (ENOSPC) + meter: storage_ceiling when full";
+	o.storage_where = "/tmp";
+	o.storage_peak_bytes = 16 * MIB;
+	o.io_attribution = "blkcg";
+	o.oom_victims = 2;
+	o.n_oom = 1;
+	o.oom[0] = (struct bm_oom_victim){ .at_ms = 812.5, .pid = 4242, .oom_score_adj = 200,
+					   .comm = "python3", .rss_bytes = 60 * MIB,
+					   .anon_bytes = 58 * MIB, .total_vm_bytes = 300 * MIB };
+	o.oom_limit = "memory_ceiling";
+	o.mem_events[BM_MEMEV_OOM] = 1;
+	o.mem_events[BM_MEMEV_OOM_KILL] = 2;
+	o.mem_events[BM_MEMEV_HIGH] = -1;
+	o.mem_events[BM_MEMEV_MAX] = 37;
+	o.reason = BM_REASON_STORAGE_CEILING;
+	bm_outcome_retry(&o);
+	j = round_trip(&o);
+	expect_int(j, "limits.io_write_bps", 20 * MIB);
+	expect_null(j, "limits.io_read_bps");
+	expect_null(j, "limits.io_iops");
+	expect_int(j, "limits.ephemeral_storage_bytes", 16 * MIB);
+	expect_str(j, "enforcement.io_write_bps", "cgroup v2 io.max");
+	assert_null(json_object_get(at(j, "enforcement"), "io_read_bps"));
+	expect_str(j, "enforcement.ephemeral_storage", o.storage_mech);
+	expect_int(j, "totals.io_read_bytes", 8 * MIB);
+	expect_int(j, "totals.io_write_bytes", 64 * MIB);
+	expect_int(j, "totals.io_ops", 512);
+	expect_num(j, "peak.io_read_bytes_per_s", 8 * MIB * 100.0);
+	/* 64 MiB over 12.41 s of windows */
+	expect_num(j, "average.io_write_bytes_per_s", 64 * MIB / 12.41);
+	expect_str(j, "storage.where", "/tmp");
+	expect_int(j, "storage.peak_bytes", 16 * MIB);
+	expect_int(j, "oom.victims_total", 2);
+	v = json_array_get(at(j, "oom.victims"), 0);
+	assert_non_null(v);
+	assert_string_equal(json_string_value(json_object_get(v, "command")), "python3");
+	assert_int_equal(json_integer_value(json_object_get(v, "pid")), 4242);
+	assert_int_equal(json_integer_value(json_object_get(v, "rss_bytes")), 60 * MIB);
+	assert_int_equal(json_integer_value(json_object_get(v, "oom_score_adj")), 200);
+	expect_str(j, "oom.limit", "memory_ceiling");
+	expect_int(j, "oom.memory_events.oom_kill", 2);
+	expect_null(j, "oom.memory_events.high");
+	expect_str(j, "meter.io_attribution", "blkcg");
+	expect_int(j, "meter.io_bios_by.blkcg", 500);
+	expect_int(j, "meter.io_bios_by.submitter", 12);
+	expect_str(j, "termination.reason", "storage_ceiling");
+	assert_true(json_is_false(at(j, "retry.eligible")));
+	assert_non_null(strstr(json_string_value(at(j, "retry.advice")), "max_ephemeral_storage"));
 	json_decref(j);
 }
 
@@ -682,6 +756,7 @@ int main(void)
 		cmocka_unit_test(test_json_peaks_averages_totals),
 		cmocka_unit_test(test_json_histograms_hold_every_window),
 		cmocka_unit_test(test_json_actions_exit_termination_retry_meter),
+		cmocka_unit_test(test_json_io_storage_oom),
 		cmocka_unit_test(test_json_never_ran),
 		cmocka_unit_test(test_json_expect_and_trace),
 		cmocka_unit_test_setup_teardown(test_write_file_atomically, tmpdir_setup,

@@ -49,7 +49,8 @@ static void test_yaml_full_document(void **state)
 			"  cpu: { soft: 1.5, hard: 2, hold_ms: 200, steps: [throttle, freeze] }\n"
 			"  memory: { soft: 512M, hard: 1Gi, steps: [freeze, cancel, kill] }\n"
 			"  pids: { hard: 64, steps: [kill] }\n"
-			"  net: { soft: 50M, hard: 200M }\n";
+			"  net: { soft: 50M, hard: 200M }\n"
+			"  io: { soft: 100M, hold_ms: 0, steps: [throttle, freeze] }\n";
 
 	assert_int_equal(load(y, "t", "sh"), 0);
 	assert_int_equal(p.cooldown_ms, 100);
@@ -63,6 +64,8 @@ static void test_yaml_full_document(void **state)
 	assert_true(p.dim[BM_P_PIDS].hard == 64);
 	assert_true(p.dim[BM_P_NET].soft == 50.0 * 1024 * 1024);
 	assert_int_equal(p.dim[BM_P_NET].steps, 0);
+	assert_true(p.dim[BM_P_IO].soft == 100.0 * 1024 * 1024 && p.dim[BM_P_IO].hard == 0);
+	assert_int_equal(p.dim[BM_P_IO].steps, BM_STEP_BIT(BM_STEP_THROTTLE) | BM_STEP_BIT(BM_STEP_FREEZE));
 }
 
 static void test_yaml_defaults_when_absent(void **state)
@@ -114,6 +117,7 @@ static void test_yaml_malformed(void **state)
 	assert_error_at("defaults:\n  cpu: { soft: 1.5x }\n", 2, 16, "invalid cpu.soft '1.5x'");
 	assert_error_at("defaults:\n  memory:\n    hard: -1G\n", 3, 11, "invalid memory.hard '-1G'");
 	assert_error_at("defaults:\n  net: { soft: 0 }\n", 2, 16, "invalid net.soft '0'");
+	assert_error_at("defaults:\n  io: { hard: fast }\n", 2, 15, "invalid io.hard 'fast'");
 	assert_error_at("defaults:\n  pids: { hard: 5000000 }\n", 2, 17, "invalid pids.hard");
 	assert_error_at("defaults:\n  cpux: { soft: 1 }\n", 2, 3, "Unexpected key: cpux");
 	assert_error_at("defaults:\n  cpu: { soft: 1, typo: 2 }\n", 2, 19, "Unexpected key: typo");

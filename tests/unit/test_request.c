@@ -651,6 +651,25 @@ static void test_request_memory_and_storage_sizes(void **state)
 			     "must be a number or a string");
 }
 
+/* I/O ceilings: bytes per second 4Ki..1Ti, operations per second 1..1000000. */
+static void test_request_io_ceilings(void **state)
+{
+	static const struct qty_ok bps[] = {
+		{ "\"50Mi\"", 50 * MIB }, { "52428800", 50 * MIB }, { "4096", 4096 },
+		{ "\"1Ti\"", MIB * MIB },
+	};
+	static const struct qty_ok iops[] = { { "1", 1 }, { "\"1000\"", 1000 }, { "1000000", 1000000 } };
+	static const char *const bps_range[] = { "4095", "0", "\"2Ti\"", "-1" };
+	static const char *const iops_range[] = { "0", "1000001", "-5" };
+
+	check_quantities("io_read_bps", bps, N(bps), offsetof(struct bm_sandbox, io_read_bps));
+	check_quantities("io_write_bps", bps, N(bps), offsetof(struct bm_sandbox, io_write_bps));
+	check_quantities("io_iops", iops, N(iops), offsetof(struct bm_sandbox, io_iops));
+	check_bad_quantities("io_read_bps", bps_range, N(bps_range), "out of range");
+	check_bad_quantities("io_write_bps", (const char *const[]){ "\"fast\"" }, 1, "invalid");
+	check_bad_quantities("io_iops", iops_range, N(iops_range), "out of range");
+}
+
 static void test_request_timeout_in_seconds_or_duration(void **state)
 {
 	static const struct qty_ok ok[] = {
@@ -1324,6 +1343,7 @@ int main(void)
 		cmocka_unit_test(test_request_labels_keys_values_and_count),
 		cmocka_unit_test(test_request_cpu_in_cores_or_millicores),
 		cmocka_unit_test(test_request_memory_and_storage_sizes),
+		cmocka_unit_test(test_request_io_ceilings),
 		cmocka_unit_test(test_request_timeout_in_seconds_or_duration),
 		cmocka_unit_test(test_request_timeout_ns_is_the_canonical_spelling),
 		cmocka_unit_test(test_request_request_above_limit_names_both),

@@ -122,7 +122,8 @@ static void test_parse_args_every_flag_sets_its_field(void **state)
 	rc = PARSE(&o, "--id", "tc-42", "--tenant", "acme", "--intent", "run the tests \xc3\xa9",
 		   "--cpu", "1500m", "--memory", "1.5G", "--pids", "64", "--timeout", "250ms",
 		   "--window-ms", "50", "--policy", policy, "--outcome", "/tmp/o.json", "--json",
-		   "--hist", "-q", "-v", "--meter-hash", "--", "pytest", "-x");
+		   "--hist", "-q", "-v", "--meter-hash", "--io-read-bps", "50M", "--io-write-bps", "20Mi",
+		   "--io-iops", "300", "--", "pytest", "-x");
 	unlink(policy);
 	assert_int_equal(rc, 1);
 	assert_quiet();
@@ -133,6 +134,9 @@ static void test_parse_args_every_flag_sets_its_field(void **state)
 	assert_int_equal(o.limits.memory_bytes, 1536 * MIB);
 	assert_int_equal(o.limits.pids, 64);
 	assert_int_equal(o.limits.timeout_ns, 250 * NS_PER_MS);
+	assert_int_equal(o.limits.io_read_bps, 50 * MIB);
+	assert_int_equal(o.limits.io_write_bps, 20 * MIB);
+	assert_int_equal(o.limits.io_iops, 300);
 	assert_int_equal(o.window_ns, 50 * NS_PER_MS);
 	assert_string_equal(o.policy, policy);
 	assert_string_equal(o.outcome, "/tmp/o.json");
@@ -285,6 +289,9 @@ static void test_parse_args_rejects_bad_numbers(void **state)
 		{ "--timeout", "1e3" }, { "--timeout", "604801" }, { "--timeout", "-5" },
 		{ "--window-ms", "0" }, { "--window-ms", "1001" }, { "--window-ms", "12x" },
 		{ "--window-ms", "1.5" }, { "--window-ms", "10ms" },
+		{ "--io-read-bps", "0" }, { "--io-read-bps", "4095" }, { "--io-write-bps", "2T" },
+		{ "--io-write-bps", "fast" }, { "--io-iops", "0" }, { "--io-iops", "1000001" },
+		{ "--io-iops", "1.5" },
 	};
 	size_t i;
 

@@ -331,7 +331,7 @@ static void test_series_push_n_matches_the_model(void **state)
 			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
 			len = (seed >> 33) % (i % 7 == 0 ? 20000 : 40);
 			for (d = 0; d < BM_DIM__MAX; d++)
-				v[d] = (double)((seed >> (8 * d)) & 0xff) - 32;	/* some < 0: clean to 0 */
+				v[d] = (double)((seed >> (8 * (d % 8))) & 0xff) - 32;	/* some < 0: clean to 0 */
 			if (i % 11 == 0)
 				v[BM_DIM_CPU] = NAN;
 			assert_int_equal(bm_series_push_n(&s, v, len), 0);
@@ -356,7 +356,8 @@ static void test_series_svg_bursts_render(void **state)
 {
 	struct bm_series s = { .window_ns = W_NS };
 	struct bm_timeline t = { .title = "demo: bursty", .s = &s };
-	static const char *const dims[] = { "cpu", "mem", "pids", "net", "runq" };
+	static const char *const dims[] = { "cpu", "mem", "pids", "net", "runq", "ior", "iow", "iops",
+					    "dirty" };
 	const char *at, *prev;
 	char key[32];
 	struct out o;
@@ -371,14 +372,14 @@ static void test_series_svg_bursts_render(void **state)
 	render(&t, &o);
 	judge(&o);
 	/* one path per panel, the panels in reading order, nothing else drawn as a path */
-	for (prev = o.text, i = 0; i < 5; prev = at, i++) {
+	for (prev = o.text, i = 0; i < BM_DIM__MAX; prev = at, i++) {
 		snprintf(key, sizeof(key), "<path id=\"data-%s\"", dims[i]);
 		at = strstr(o.text, key);
 		assert_true(at && at > prev);
 	}
 	for (at = o.text, i = 0; (at = strstr(at, "<path")); at++, i++)
 		;
-	assert_int_equal(i, 5);
+	assert_int_equal(i, BM_DIM__MAX);
 	assert_non_null(strstr(o.text, ">time (s)<"));
 	assert_null(strstr(o.text, "ceiling"));
 	done(&o);

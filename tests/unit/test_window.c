@@ -48,6 +48,15 @@ static void slot_set(struct bm_meter *m, uint64_t x, int d, uint64_t l0, uint64_
 {
 	unsigned int s = x & (BM_RING - 1);
 
+	if (d >= BM_FLOWS) {
+		/* the I/O ring */
+		m->io_slot_win[s] = x;
+		m->io_lane[0].v[s][d - BM_FLOWS] = l0;
+		m->io_lane[1].v[s][d - BM_FLOWS] = l1;
+		m->io_lane[2].v[s][d - BM_FLOWS] = l2;
+		m->io_lane[3].v[s][d - BM_FLOWS] = l3;
+		return;
+	}
 	m->slot_win[s] = x;
 	m->lane[0].v[s][d] = l0;
 	m->lane[1].v[s][d] = l1;
@@ -166,7 +175,12 @@ static void test_finalize_untouched_flow_windows_count_as_zero(void **state)
 	kclose(&m, BM_DIM_CPU, 0, 1);
 	kclose(&m, BM_DIM_NET, 0, 3);
 	kclose(&m, BM_DIM_RUNQ, 0, 3);
+	kclose(&m, BM_DIM_IO_READ, 0, 3);
+	kclose(&m, BM_DIM_IO_WRITE, 0, 3);
+	kclose(&m, BM_DIM_IO_OPS, 0, 3);
+	kclose(&m, BM_DIM_DIRTY, 0, 3);
 	m.closed_flow = 3;
+	m.io_closed_flow = 3;
 	slot_set(&m, FIRST + 50, BM_DIM_CPU, 1500000, 0, 0, 0);	/* 0.15: bucket 8 */
 	slot_set(&m, FIRST + 51, BM_DIM_CPU, 0, 19000000, 0, 0);	/* 1.9 (two CPUs): bucket 11 */
 	assert_int_equal(bm_window_finalize(&m, FIRST + 99, &s), 0);
@@ -278,7 +292,14 @@ static void test_finalize_totals_are_wsum_open_and_late(void **state)
 	kclose(&m, BM_DIM_CPU, 4000000, 1);
 	kclose(&m, BM_DIM_NET, 5000, 1);
 	kclose(&m, BM_DIM_RUNQ, 300000, 1);
+	kclose(&m, BM_DIM_IO_READ, 4096, 1);
+	kclose(&m, BM_DIM_IO_WRITE, 0, 1);
+	kclose(&m, BM_DIM_IO_OPS, 1, 1);
+	kclose(&m, BM_DIM_DIRTY, 8192, 1);
 	m.closed_flow = 1;
+	m.io_closed_flow = 1;
+	slot_set(&m, FIRST + 1, BM_DIM_IO_WRITE, 0, 1048576, 0, 0);
+	m.late[BM_DIM_IO_WRITE] = 512;
 	slot_set(&m, FIRST + 1, BM_DIM_CPU, 1000, 0, 0, 2000);
 	slot_set(&m, FIRST + 1, BM_DIM_NET, 0, 700, 0, 0);
 	slot_set(&m, FIRST + 1, BM_DIM_RUNQ, 0, 0, 40000, 0);
@@ -292,6 +313,10 @@ static void test_finalize_totals_are_wsum_open_and_late(void **state)
 	assert_int_equal(s.total[BM_DIM_CPU], 4000000 + 3000 + 11);
 	assert_int_equal(s.total[BM_DIM_NET], 5000 + 700 + 30);
 	assert_int_equal(s.total[BM_DIM_RUNQ], 300000 + 40000 + 7);
+	assert_int_equal(s.total[BM_DIM_IO_READ], 4096);
+	assert_int_equal(s.total[BM_DIM_IO_WRITE], 1048576 + 512);
+	assert_int_equal(s.peak[BM_DIM_IO_WRITE], 1048576);
+	assert_int_equal(s.total[BM_DIM_DIRTY], 8192);
 	assert_int_equal(s.cpu_ns, s.total[BM_DIM_CPU]);
 	assert_int_equal(s.net_bytes, s.total[BM_DIM_NET]);
 	assert_int_equal(s.runq_ns, s.total[BM_DIM_RUNQ]);
@@ -447,6 +472,14 @@ static void test_dim_names_match_the_outcome_contract(void **state)
 	assert_string_equal(bm_window_dim_short(BM_DIM_PIDS), "pids");
 	assert_string_equal(bm_window_dim_short(BM_DIM_NET), "net");
 	assert_string_equal(bm_window_dim_short(BM_DIM_RUNQ), "runq");
+	assert_string_equal(bm_window_dim_name(BM_DIM_IO_READ), "io_read_bytes_per_s");
+	assert_string_equal(bm_window_dim_name(BM_DIM_IO_WRITE), "io_write_bytes_per_s");
+	assert_string_equal(bm_window_dim_name(BM_DIM_IO_OPS), "io_ops_per_s");
+	assert_string_equal(bm_window_dim_name(BM_DIM_DIRTY), "dirty_bytes_per_s");
+	assert_string_equal(bm_window_dim_short(BM_DIM_IO_READ), "ior");
+	assert_string_equal(bm_window_dim_short(BM_DIM_IO_WRITE), "iow");
+	assert_string_equal(bm_window_dim_short(BM_DIM_IO_OPS), "iops");
+	assert_string_equal(bm_window_dim_short(BM_DIM_DIRTY), "dirty");
 	assert_non_null(bm_window_dim_name(BM_DIM__MAX));
 	assert_non_null(bm_window_dim_short(BM_DIM__MAX));
 }

@@ -90,6 +90,17 @@ seconds_left() {
 	echo "$l"
 }
 
+# A block device for test_io: a 192 MiB ramdisk (brd, from the kernel package) with ext2 on
+# it, mounted with the ext4 driver; BM_IO_DIR tells the test where. Without it the test fails.
+if [ -r /lib/brd.ko ] && insmod /lib/brd.ko rd_nr=1 rd_size=196608 2>/dev/null &&
+	mke2fs -q /dev/ram0 >/dev/null 2>&1 && mkdir -p /mnt/bm-io &&
+	mount -t ext4 /dev/ram0 /mnt/bm-io 2>/dev/null; then
+	export BM_IO_DIR=/mnt/bm-io
+	echo "# block device for test_io: /dev/ram0 (ext2) at $BM_IO_DIR"
+else
+	echo "# no block device for test_io (brd.ko: $([ -r /lib/brd.ko ] && echo present || echo missing))"
+fi
+
 passed=0 failed=0 skipped=0
 W=$(mktemp -d /tmp/vm-tests.XXXXXX) || exit 1
 

@@ -44,9 +44,12 @@ if [ -z "$deb" ]; then
 	deb=$(ls "$cache/${pkg}"_*.deb | tail -n1)
 fi
 kernel=$cache/$pkg.vmlinuz
-if [ ! -s "$kernel" ]; then
+# brd (a ramdisk, built as a module): a block device for the I/O tests, the VM has no disk
+brd=$cache/$pkg.brd.ko
+if [ ! -s "$kernel" ] || [ ! -s "$brd" ]; then
 	dpkg-deb -x "$deb" "$tmp/deb"
 	cp "$tmp/deb"/boot/vmlinuz-* "$kernel"
+	cp "$tmp/deb"/lib/modules/*/kernel/drivers/block/brd.ko "$brd" 2>/dev/null || true
 	rm -rf "$tmp/deb"
 fi
 
@@ -56,6 +59,7 @@ mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,run,root,etc}
 cp /bin/busybox "$root/bin/busybox"
 ln -s busybox "$root/bin/sh" # /init installs the other applet symlinks (faster than ~400 ln here)
 install -m 755 "$here/init" "$root/init"
+[ -s "$brd" ] && mkdir -p "$root/lib" && cp "$brd" "$root/lib/brd.ko"
 cp -a "$payload" "$root/payload"
 find "$root/payload" -type f -print0 | while IFS= read -r -d '' f; do
 	[ "$(head -c4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] || continue

@@ -23,7 +23,7 @@ enum bm_bud {
 	BM_BUD_CPU,	/* CPU-seconds (rate: cores) */
 	BM_BUD_MEM,	/* GiB-seconds of resident memory (rate: GiB held) */
 	BM_BUD_NET,	/* bytes sent (rate: bytes per second) */
-	BM_BUD_IO,	/* bytes of I/O, once the meter has that dimension (rate: bytes/s) */
+	BM_BUD_IO,	/* bytes read and written to block devices (rate: bytes/s) */
 	BM_BUD_LAUNCH,	/* effects admitted (rate: per second) */
 	BM_BUD__MAX,
 };

@@ -7,15 +7,15 @@
  *
  * Series bound. T = max_tenants + 1, K = max_tools + 1 ("other" included),
  * P = T * K pairs, R = MAX_REASONS + 1 = 17 reasons, S = MAX_STEPS + 1 = 9
- * steps, B = 108 buckets (+Inf included) over the five dimensions; each
+ * steps, B = 214 buckets (+Inf included) over the nine dimensions; each
  * bucket, _sum and _count is a series:
- *   window and peak histograms     P * 2 * (B + 2 * 5) = 236 P
+ *   window and peak histograms     P * 2 * (B + 2 * 9) = 464 P
  *   effects_total, actions_total   P * (R + S * R)     = 170 P
  *   per tenant (budgets, use)      T * 36: 5 use counters, 5 x 3 per budget
  *                                  (remaining, exhausted, exhaustions), 6
  *                                  refusal reasons, 6 throttle causes, 4 gauges
  *   node-wide                      11, and one per pod container running
- *   total <= 406 * (max_tenants + 1) * (max_tools + 1) + 36 * (max_tenants + 1) + 11
+ *   total <= 634 * (max_tenants + 1) * (max_tools + 1) + 36 * (max_tenants + 1) + 11
  *            + max_running
  * Run-queue delay is in seconds, not bm_window_display()'s ms: promtool's
  * linter rejects non-base time units.
@@ -31,7 +31,7 @@
 #include "agent/export.h"
 #include "meter/window.h"
 
-#define NB_TOTAL 108		/* sum over fams[] of hi - lo + 2 (+Inf included) */
+#define NB_TOTAL 214		/* sum over fams[] of hi - lo + 2 (+Inf included) */
 #define LABEL_MAX 255		/* escaped label values are cut here, on a UTF-8 boundary */
 #define EX_ID_MAX 64		/* escaped; ids are BM_NAME_MAX (64); OpenMetrics allows 128 */
 #define MAX_REASONS 16		/* distinct reasons (both counters) before "other" */
@@ -45,6 +45,11 @@ static const struct fam {
 	[BM_DIM_CPU] = { "cpu_cores", "CPU use, in cores (CPU time / window)", -7, 7 },
 	[BM_DIM_NET] = { "net_tx_bytes_per_second", "inet bytes sent, per second", 10, 36 },
 	[BM_DIM_RUNQ] = { "runq_delay_seconds", "run-queue wait, in seconds", -14, 0 },
+	[BM_DIM_IO_READ] = { "io_read_bytes_per_second", "block I/O read, bytes per second", 10, 36 },
+	[BM_DIM_IO_WRITE] = { "io_write_bytes_per_second", "block I/O written, bytes per second",
+			      10, 36 },
+	[BM_DIM_IO_OPS] = { "io_ops_per_second", "block I/O operations (bios), per second", 0, 20 },
+	[BM_DIM_DIRTY] = { "dirty_bytes_per_second", "page cache dirtied, bytes per second", 10, 36 },
 	[BM_DIM_MEM] = { "memory_bytes", "resident memory, in bytes", 12, 40 },
 	[BM_DIM_PIDS] = { "pids", "live tasks", 0, 16 },
 };
@@ -243,7 +248,9 @@ void bm_export__windows(struct bm_export *e, const char *tenant, const char *too
 			const uint64_t hist[BM_HIST_BUCKETS], uint64_t window_ns, double sum_raw)
 {
 	struct cell *c = cell_for(e, tenant, tool, hist && window_ns && d < BM_DIM__MAX);
-	double num = d == BM_DIM_NET ? 1e9 : 1, den = d == BM_DIM_RUNQ ? 1e9 : 1;
+	bool rate = d == BM_DIM_NET || d == BM_DIM_IO_READ || d == BM_DIM_IO_WRITE ||
+		    d == BM_DIM_IO_OPS || d == BM_DIM_DIRTY;
+	double num = rate ? 1e9 : 1, den = d == BM_DIM_RUNQ ? 1e9 : 1;
 	struct hist *h = c ? &c->h[0] : NULL;
 	unsigned int k, j;
 
@@ -252,7 +259,7 @@ void bm_export__windows(struct bm_export *e, const char *tenant, const char *too
 	/* CPU buckets are cores x 2^BM_CPU_HIST_SHIFT already; bytes per window become per second */
 	if (d == BM_DIM_CPU)
 		den = (double)(1U << BM_CPU_HIST_SHIFT);
-	else if (d == BM_DIM_NET)
+	else if (rate)
 		den = (double)window_ns;
 	for (k = 0, j = e->off[d]; k < BM_HIST_BUCKETS; k++) {
 		if (!hist[k])

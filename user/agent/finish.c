@@ -79,6 +79,8 @@ static enum bm_state final_state(const struct bm_outcome *o)
 	case BM_REASON_PIDS_CEILING:
 	case BM_REASON_CPU_CEILING:
 	case BM_REASON_NET_CEILING:
+	case BM_REASON_STORAGE_CEILING:
+	case BM_REASON_IO_CEILING:
 		return BM_ST_KILLED;
 	default:
 		return BM_ST_FAILED;

@@ -26,7 +26,8 @@
 static const char *const sandbox_keys[] = {
 	"cpu_request", "cpu_limit", "memory_request", "memory_limit", "pids_limit", "timeout_seconds",
 	"timeout_ns", "max_ephemeral_storage", "network_policy", "allowed_egress_cidrs",
-	"read_only_root_fs", "run_as_non_root", "drop_all_capabilities", "workspace", NULL,
+	"read_only_root_fs", "run_as_non_root", "drop_all_capabilities", "workspace", "io_read_bps",
+	"io_write_bps", "io_iops", NULL,
 };
 
 struct quantity {
@@ -39,6 +40,7 @@ struct quantity {
 
 #define CPU_EXPECT "cores 0.001..1024 (e.g. 0.5 or \"2\") or millicores (e.g. \"500m\")"
 #define SIZE_EXPECT "a size 1Mi..64Ti (bytes, e.g. 268435456, or e.g. \"256Mi\")"
+#define BPS_EXPECT "bytes per second 4Ki..1Ti (e.g. 52428800, or e.g. \"50Mi\")"
 #define SB_OFF(f) offsetof(struct bm_sandbox, f)
 
 static const struct quantity quantities[] = {
@@ -51,6 +53,9 @@ static const struct quantity quantities[] = {
 	  SB_OFF(timeout_ns), "seconds 0.001..604800 (e.g. 600) or a duration (e.g. \"10m\")" },
 	{ "max_ephemeral_storage", bm_parse_size, MIB, 64 * TIB, SB_OFF(max_ephemeral_storage),
 	  SIZE_EXPECT },
+	{ "io_read_bps", bm_parse_size, 4096, MIB * MIB, SB_OFF(io_read_bps), BPS_EXPECT },
+	{ "io_write_bps", bm_parse_size, 4096, MIB * MIB, SB_OFF(io_write_bps), BPS_EXPECT },
+	{ "io_iops", bm_parse_u64, 1, 1000000, SB_OFF(io_iops), "operations per second 1..1000000" },
 };
 
 /*

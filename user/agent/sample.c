@@ -59,7 +59,7 @@ void ag_sample(struct bm_agent *a, struct ag_effect *e)
 		e->series_next_win = x;
 	}
 	for (x = e->series_next_win; x < now_win; x++) {
-		for (d = 0; d < BM_FLOWS; d++)
+		for (d = 0; d < BM_ALL_FLOWS; d++)
 			v[d] = bm_window_display(d, bm_window_flow(&m, d, x), m.window_ns);
 		/* levels: this window's peak if it is the level window, else where it stands */
 		v[BM_DIM_MEM] = x == m.lvl_win ? (double)m.lvl_max[BM_DIM_MEM] : (double)(m.rss_bytes > 0 ? m.rss_bytes : 0);
@@ -67,11 +67,13 @@ void ag_sample(struct bm_agent *a, struct ag_effect *e)
 		if (bm_series_push(&e->series, v))
 			break;
 		if (e->readers) {
-			line = json_pack("{s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "type", "window", "window",
-					 (json_int_t)(x - m.first_win), "t_ms",
+			line = json_pack("{s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+					 "type", "window", "window", (json_int_t)(x - m.first_win), "t_ms",
 					 (double)(x - m.first_win) * m.window_ns / 1e6, "cpu_cores", v[BM_DIM_CPU],
 					 "memory_bytes", v[BM_DIM_MEM], "pids", v[BM_DIM_PIDS], "net_tx_bytes_per_s",
-					 v[BM_DIM_NET], "runq_delay_ms", v[BM_DIM_RUNQ]);
+					 v[BM_DIM_NET], "runq_delay_ms", v[BM_DIM_RUNQ], "io_read_bytes_per_s",
+					 v[BM_DIM_IO_READ], "io_write_bytes_per_s", v[BM_DIM_IO_WRITE],
+					 "io_ops_per_s", v[BM_DIM_IO_OPS], "dirty_bytes_per_s", v[BM_DIM_DIRTY]);
 			ag_emit(a, e, line);
 		}
 	}

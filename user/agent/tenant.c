@@ -76,8 +76,9 @@ struct ag_tenant_count *ag_tenant_of(struct bm_agent *a, struct ag_effect *e)
 
 /*
  * The budget a flow dimension of the meter is charged to, and the factor
- * from its raw unit to the budget's. The I/O dimension, once the meter has
- * it: "case BM_DIM_IO: *unit = 1; return BM_BUD_IO;".
+ * from its raw unit to the budget's: io_bytes is the bytes read and written
+ * to block devices (bios are counted where io.max counts them, dirtied page
+ * cache is not: it is written, and charged, when its bios are queued).
  */
 static int flow_budget(int d, double *unit)
 {
@@ -88,6 +89,10 @@ static int flow_budget(int d, double *unit)
 	case BM_DIM_NET:
 		*unit = 1;
 		return BM_BUD_NET;
+	case BM_DIM_IO_READ:
+	case BM_DIM_IO_WRITE:
+		*unit = 1;
+		return BM_BUD_IO;
 	default:
 		return -1;
 	}
@@ -100,9 +105,12 @@ static uint64_t closed_total(const struct bm_meter *m, int d, uint64_t now_win)
 	unsigned int i, l;
 
 	for (i = 0; i < BM_RING; i++)
-		if (m->slot_win[i] && m->slot_win[i] < now_win)
+		if (d < BM_FLOWS && m->slot_win[i] && m->slot_win[i] < now_win)
 			for (l = 0; l < BM_LANES; l++)
 				v += m->lane[l].v[i][d];
+		else if (d >= BM_FLOWS && m->io_slot_win[i] && m->io_slot_win[i] < now_win)
+			for (l = 0; l < BM_LANES; l++)
+				v += m->io_lane[l].v[i][d - BM_FLOWS];
 	return v;
 }
 
@@ -120,7 +128,7 @@ void ag_tenant_charge(struct bm_agent *a, struct ag_effect *e, const struct bm_m
 	double unit;
 	int d, b;
 
-	for (d = 0; d < BM_FLOWS; d++) {
+	for (d = 0; d < BM_ALL_FLOWS; d++) {
 		total = closed_total(m, d, now_win);
 		/* adopted: what it used before this agent was charged to none of its buckets */
 		if (e->charge_base || total <= e->charged[d]) {

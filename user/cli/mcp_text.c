@@ -252,6 +252,15 @@ static void ceiling(struct line *l, const json_t *o, const char *reason, const c
 	} else if (!strcmp(reason, "cpu_ceiling")) {
 		add(l, "killed: cpu_ceiling at %.2f cores after %s; retry with fewer threads or a higher "
 		    "limits.cpu", num(o, "peak", "cpu_cores", 0), after);
+	} else if (!strcmp(reason, "storage_ceiling")) {
+		lim = num(o, "limits", "ephemeral_storage_bytes", num(o, "storage", "peak_bytes", 0));
+		bm_mcp_bytes(lim, a, sizeof(a));
+		add(l, "killed: storage_ceiling at %s of ephemeral storage after %s; retry writing less "
+		    "to /tmp or with a larger max_ephemeral_storage", a, after);
+	} else if (!strcmp(reason, "io_ceiling")) {
+		bm_mcp_bytes(num(o, "peak", "io_write_bytes_per_s", 0), a, sizeof(a));
+		add(l, "killed: io_ceiling at %s/s written after %s; retry with less I/O per call", a,
+		    after);
 	} else {
 		bm_mcp_bytes(num(o, "peak", "net_tx_bytes_per_s", 0), a, sizeof(a));
 		add(l, "killed: net_ceiling at %s/s after %s; retry sending less per call", a, after);

@@ -313,6 +313,8 @@ int bm_run(struct bm_run_opts *o)
 		.id = o->id, .tenant = o->tenant, .intent = o->intent, .argv = o->argv,
 		.limits = o->limits, .window_ns = o->window_ns, .meter_only = o->meter_only,
 		.no_fast_path = o->no_fast_path,
+		/* the command inherits our working directory: its disk gets the I/O ceilings */
+		.io_paths = { ".", "/tmp" },
 	};
 	sigset_t old;
 	int ret = BM_EXIT_INTERNAL, err;

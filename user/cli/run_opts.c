@@ -24,6 +24,9 @@ static const char usage[] =
 "  --cpu CORES         CPU ceiling in cores: 0.5, 2, 1500m\n"
 "  --memory SIZE       memory ceiling: 512M, 2G, 1Gi (1M-64T)\n"
 "  --pids N            task ceiling (1-4194304)\n"
+"  --io-read-bps SIZE  read ceiling per second on the disks behind its paths: 50M\n"
+"  --io-write-bps SIZE write ceiling per second, the same way: 20M (4K-1T)\n"
+"  --io-iops N         I/O operations per second, reads and writes each (1-1000000)\n"
 "  --timeout SECONDS   wall-clock deadline: 30, 1.5, 500ms, 10m (exit 124)\n"
 "  --window-ms N       metering window in ms (1-1000, default 10)\n"
 "  --policy FILE       policy file (YAML)\n"
@@ -51,7 +54,7 @@ BM_RUN_SANDBOX_USAGE
 enum {
 	OPT_ID = 256, OPT_TENANT, OPT_INTENT, OPT_CPU, OPT_MEMORY, OPT_PIDS, OPT_TIMEOUT,
 	OPT_WINDOW, OPT_POLICY, OPT_OUTCOME, OPT_JSON, OPT_HIST, OPT_METER_HASH, OPT_NO_FAST_PATH,
-	OPT_METER_ONLY, OPT_STANDALONE, OPT_SOCKET,
+	OPT_METER_ONLY, OPT_STANDALONE, OPT_SOCKET, OPT_IO_RBPS, OPT_IO_WBPS, OPT_IO_IOPS,
 };
 
 static const struct option options[] = {
@@ -61,6 +64,9 @@ static const struct option options[] = {
 	{ "cpu", required_argument, NULL, OPT_CPU },
 	{ "memory", required_argument, NULL, OPT_MEMORY },
 	{ "pids", required_argument, NULL, OPT_PIDS },
+	{ "io-read-bps", required_argument, NULL, OPT_IO_RBPS },
+	{ "io-write-bps", required_argument, NULL, OPT_IO_WBPS },
+	{ "io-iops", required_argument, NULL, OPT_IO_IOPS },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "window-ms", required_argument, NULL, OPT_WINDOW },
 	{ "policy", required_argument, NULL, OPT_POLICY },
@@ -164,6 +170,15 @@ static int parse_one(int c, const char *arg, struct bm_run_opts *o)
 		return bm_parse_size(arg, 1024 * 1024, 64 * TIB, &o->limits.memory_bytes) ? bad("--memory", arg, "a size in 1M-64T, e.g. 512M, 2G, 1Gi") : 0;
 	case OPT_PIDS:
 		return bm_parse_u64(arg, 1, 4194304, &o->limits.pids) ? bad("--pids", arg, "an integer in 1-4194304") : 0;
+	case OPT_IO_RBPS:
+	case OPT_IO_WBPS:
+		return bm_parse_size(arg, 4096, 1024 * 1024 * 1024 * 1024ULL,
+				     c == OPT_IO_RBPS ? &o->limits.io_read_bps : &o->limits.io_write_bps)
+			       ? bad(c == OPT_IO_RBPS ? "--io-read-bps" : "--io-write-bps", arg,
+				     "bytes per second in 4K-1T, e.g. 50M")
+			       : 0;
+	case OPT_IO_IOPS:
+		return bm_parse_u64(arg, 1, 1000000, &o->limits.io_iops) ? bad("--io-iops", arg, "an integer in 1-1000000") : 0;
 	case OPT_TIMEOUT:
 		return bm_parse_duration_ns(arg, BM_NSEC_PER_MSEC, 7 * 86400 * BM_NSEC_PER_SEC, &o->limits.timeout_ns) ? bad("--timeout", arg, "seconds in 0.001-604800, e.g. 30, 1.5, 500ms, 10m") : 0;
 	case OPT_WINDOW:

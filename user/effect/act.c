@@ -76,6 +76,8 @@ static int throttle(struct bm_actuator *a, const struct bm_verdict_action *va, u
 		a->throttle_cores = err ? 0 : va->threshold;
 	} else if (va->dim == BM_P_MEM)
 		err = bm_ceilings_mem_high(a->ceil, va->threshold);
+	else if (va->dim == BM_P_IO)
+		err = bm_ceilings_io(a->ceil, a->lim, va->threshold);
 	a->duty = err == -EOPNOTSUPP;
 	if (a->duty) {
 		/* run for the share of the period the target allows: 0.5 of 2 cores runs a quarter */
@@ -107,6 +109,7 @@ static int unthrottle(struct bm_actuator *a, uint64_t now)
 		(void)bm_ceilings_cpu(a->ceil, a->lim,
 				      lower(a->cap_cores, a->lim->cpu_milli / 1000.0));
 		(void)bm_ceilings_mem_high(a->ceil, 0);
+		(void)bm_ceilings_io(a->ceil, a->lim, 0);
 	}
 	a->throttled_ns += now - a->throttled_at_ns;
 	a->throttled = a->duty = a->duty_frozen = false;

@@ -2,8 +2,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -194,7 +196,7 @@ int bm_ceilings_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *c
 	c->fs = fs;
 	for (i = 0; i < BM_V1__MAX; i++)
 		c->join_fd[i] = -1;
-	c->v1_cpu_dirfd = c->v1_mem_dirfd = -1;
+	c->v1_cpu_dirfd = c->v1_mem_dirfd = c->v1_blkio_dirfd = -1;
 	c->v2_dirfd = cg->dirfd;
 	err = apply_v2(cg, lim, c);
 	if (!err && env->mode == BM_CG_HYBRID)
@@ -222,7 +224,7 @@ void bm_ceilings_adopt(const struct bm_cgroup_env *env, const struct bm_cgroup *
 	memset(c, 0, sizeof(*c));
 	for (i = 0; i < BM_V1__MAX; i++)
 		c->join_fd[i] = -1;
-	c->v1_cpu_dirfd = c->v1_mem_dirfd = -1;
+	c->v1_cpu_dirfd = c->v1_mem_dirfd = c->v1_blkio_dirfd = -1;
 	c->v2_dirfd = cg->dirfd;
 	/* the v1 twins have the effect's name: find them to read their events and remove them */
 	for (i = 0; env->mode == BM_CG_HYBRID && i < BM_V1__MAX; i++) {
@@ -238,6 +240,8 @@ void bm_ceilings_adopt(const struct bm_cgroup_env *env, const struct bm_cgroup *
 		c->v1_mem_dirfd = open(c->v1_dir[BM_V1_MEMORY], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (c->v1_dir[BM_V1_CPU][0])
 		c->v1_cpu_dirfd = open(c->v1_dir[BM_V1_CPU], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c->v1_dir[BM_V1_BLKIO][0])
+		c->v1_blkio_dirfd = open(c->v1_dir[BM_V1_BLKIO], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 const int *bm_ceilings_join_fds(const struct bm_ceilings *c, int *n)
@@ -345,7 +349,9 @@ int bm_ceilings_release_try(struct bm_ceilings *c)
 		close(c->v1_cpu_dirfd);
 	if (c->v1_mem_dirfd >= 0)
 		close(c->v1_mem_dirfd);
-	c->v1_cpu_dirfd = c->v1_mem_dirfd = -1;
+	if (c->v1_blkio_dirfd >= 0)
+		close(c->v1_blkio_dirfd);
+	c->v1_cpu_dirfd = c->v1_mem_dirfd = c->v1_blkio_dirfd = -1;
 	return 0;
 }
 
@@ -360,4 +366,174 @@ void bm_ceilings_release(struct bm_ceilings *c)
 	for (i = 0; i < BM_V1__MAX; i++)
 		c->v1_dir[i][0] = '\0';
 	(void)bm_ceilings_release_try(c);
+}
+
+/*
+ * The whole disk behind path as "MAJ:MIN": io.max and blkio.throttle take
+ * disks, not partitions, so a partition (sysfs has a "partition" file for
+ * it) stands for the disk it is on. -ENODEV for a path on no block device
+ * (tmpfs, proc, an overlay's anonymous device).
+ */
+static int disk_of(const char *path, char *out, size_t len)
+{
+	char sys[96], buf[32];
+	unsigned int ma, mi;
+	struct stat st;
+	int fd, n;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!major(st.st_dev))
+		return -ENODEV;
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", major(st.st_dev), minor(st.st_dev));
+	fd = open(sys, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ENODEV : -errno;
+	n = faccessat(fd, "partition", F_OK, 0) ? -1 : bm_read_file(fd, "../dev", buf, sizeof(buf));
+	close(fd);
+	if (n > 0 && sscanf(buf, "%u:%u", &ma, &mi) == 2)
+		snprintf(out, len, "%u:%u", ma, mi);
+	else
+		snprintf(out, len, "%u:%u", major(st.st_dev), minor(st.st_dev));
+	return 0;
+}
+
+static void add_disks(struct bm_ceilings *c, const char *const *paths)
+{
+	char dev[24];
+	unsigned int i;
+	int err;
+
+	for (; paths && *paths; paths++) {
+		err = disk_of(*paths, dev, sizeof(dev));
+		if (err) {
+			if (!c->io_why[0])
+				snprintf(c->io_why, sizeof(c->io_why), "none: %.100s is on no block device",
+					 *paths);
+			continue;
+		}
+		for (i = 0; i < c->n_io_dev && strcmp(c->io_dev[i], dev); i++)
+			;
+		if (i == c->n_io_dev && c->n_io_dev < BM_IO_DEVS)
+			snprintf(c->io_dev[c->n_io_dev++], sizeof(c->io_dev[0]), "%s", dev);
+	}
+}
+
+/* "max" for no limit: what both io.max and (as 0) blkio.throttle take for none. */
+static void lim_text(char *buf, size_t len, uint64_t v, bool v2)
+{
+	if (v)
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+	else
+		snprintf(buf, len, "%s", v2 ? "max" : "0");
+}
+
+/* Put read/write bps and iops on every disk of the effect (0 = none). */
+static int io_write_limits(struct bm_ceilings *c, uint64_t rbps, uint64_t wbps, uint64_t iops)
+{
+	static const char *const v1_files[4] = { "blkio.throttle.read_bps_device",
+		"blkio.throttle.write_bps_device", "blkio.throttle.read_iops_device",
+		"blkio.throttle.write_iops_device" };
+	uint64_t v[4] = { rbps, wbps, iops, iops };
+	char line[160], a[4][24];
+	unsigned int i, k;
+	int err = 0;
+
+	for (i = 0; !err && i < c->n_io_dev; i++) {
+		for (k = 0; k < 4; k++)
+			lim_text(a[k], sizeof(a[k]), v[k], c->v2_io);
+		if (c->v2_io) {
+			snprintf(line, sizeof(line), "%s rbps=%s wbps=%s riops=%s wiops=%s", c->io_dev[i],
+				 a[0], a[1], a[2], a[3]);
+			err = bm_write_file(c->v2_dirfd, "io.max", line);
+			continue;
+		}
+		for (k = 0; !err && k < 4; k++) {
+			snprintf(line, sizeof(line), "%s %s", c->io_dev[i], a[k]);
+			err = bm_write_file(c->v1_blkio_dirfd, v1_files[k], line);
+		}
+	}
+	return err;
+}
+
+int bm_ceilings_io_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *cg,
+			 const char *name, const struct bm_limits *lim, bool io_throttle,
+			 const char *const *paths, struct bm_ceilings *c)
+{
+	static const char *const v1_names[BM_IO_CEIL__MAX] = {
+		"cgroup v1 blkio.throttle.read_bps_device", "cgroup v1 blkio.throttle.write_bps_device",
+		"cgroup v1 blkio.throttle.{read,write}_iops_device",
+	};
+	bool want = lim->io_read_bps || lim->io_write_bps || lim->io_iops;
+	uint64_t set[BM_IO_CEIL__MAX] = { lim->io_read_bps, lim->io_write_bps, lim->io_iops };
+	int err = 0, fd, i;
+
+	/* v2: io (with memory, for cgroup writeback) is worth having for attribution alone */
+	c->v2_io = v2_delegate(cg, "io");
+	if (c->v2_io)
+		(void)v2_delegate(cg, "memory");
+	c->io_attribution = c->v2_io ? "blkcg" : "submitter";
+	if (!c->v2_io && (want || io_throttle) && env->mode == BM_CG_HYBRID &&
+	    !v1_twin(env, BM_V1_BLKIO, name, c, &fd)) {
+		c->v1_blkio_dirfd = fd;
+		c->io_attribution = "v1_twin";
+	}
+	if (!want && !io_throttle)
+		return 0;
+	/* the ladder's throttle needs the disks too, ceilings or not */
+	add_disks(c, paths);
+	if (!want)
+		return 0;
+	if (c->n_io_dev && (c->v2_io || c->v1_blkio_dirfd >= 0))
+		err = io_write_limits(c, lim->io_read_bps, lim->io_write_bps, lim->io_iops);
+	if (err)
+		return err;
+	for (i = 0; i < BM_IO_CEIL__MAX; i++) {
+		if (!set[i])
+			continue;
+		if (!c->n_io_dev)
+			c->io_mech[i] = c->io_why[0] ? c->io_why : "none: no block device";
+		else if (c->v2_io)
+			c->io_mech[i] = "cgroup v2 io.max";
+		else if (c->v1_blkio_dirfd >= 0)
+			c->io_mech[i] = v1_names[i];
+		else
+			c->io_mech[i] = "none: no io controller";
+	}
+	return 0;
+}
+
+int bm_ceilings_io(struct bm_ceilings *c, const struct bm_limits *lim, double bps)
+{
+	uint64_t r = lim->io_read_bps, w = lim->io_write_bps, b = bps > 0 ? (uint64_t)bps : 0;
+
+	if (!c->n_io_dev || (!c->v2_io && c->v1_blkio_dirfd < 0))
+		return -EOPNOTSUPP;
+	/* a throttle never raises a ceiling: the lower of the two holds */
+	if (b) {
+		r = r && r < b ? r : b;
+		w = w && w < b ? w : b;
+	}
+	return io_write_limits(c, r, w, lim->io_iops);
+}
+
+void bm_ceilings_mem_events(const struct bm_ceilings *c, int64_t ev[BM_MEMEV__MAX])
+{
+	static const char *const keys[BM_MEMEV__MAX] = { "oom", "oom_kill", "high", "max" };
+	char buf[64];
+	int i;
+
+	for (i = 0; i < BM_MEMEV__MAX; i++)
+		ev[i] = -1;
+	/* v2: memory.events exists where the memory controller is enabled for the cgroup */
+	if (c->v2_dirfd >= 0 && faccessat(c->v2_dirfd, "memory.events", F_OK, 0) == 0) {
+		for (i = 0; i < BM_MEMEV__MAX; i++)
+			ev[i] = (int64_t)keyed(c->v2_dirfd, "memory.events", keys[i]);
+		return;
+	}
+	if (c->v1_mem_dirfd >= 0) {
+		ev[BM_MEMEV_OOM_KILL] = (int64_t)keyed(c->v1_mem_dirfd, "memory.oom_control", "oom_kill");
+		if (bm_read_file(c->v1_mem_dirfd, "memory.failcnt", buf, sizeof(buf)) > 0)
+			ev[BM_MEMEV_MAX] = strtoll(buf, NULL, 10);
+	}
 }

@@ -29,6 +29,8 @@ struct bm_cgfs {
 	int (*remove_dir)(const char *path);
 };
 
+#define BM_IO_DEVS 4
+
 struct bm_ceilings {
 	const char *mech[BM_P__MAX];	/* "cgroup v2 memory.max", ..., "meter", NULL = no ceiling */
 	bool controller[BM_P__MAX];	/* a controller enforces it */
@@ -37,6 +39,13 @@ struct bm_ceilings {
 	int v2_dirfd;			/* the effect's v2 cgroup */
 	bool v2_cpu, v2_mem;		/* v2 cpu / memory controllers enabled for it */
 	int v1_cpu_dirfd, v1_mem_dirfd;	/* for throttling through v1, -1 if none */
+	bool v2_io;			/* v2 io controller enabled for it */
+	int v1_blkio_dirfd;		/* its v1 blkio twin, -1 if none */
+	char io_dev[BM_IO_DEVS][24];	/* "MAJ:MIN" of the disks behind its paths */
+	unsigned int n_io_dev;
+	const char *io_mech[BM_IO_CEIL__MAX];	/* what held each I/O ceiling */
+	const char *io_attribution;	/* "blkcg", "v1_twin", "submitter" */
+	char io_why[160];		/* why an I/O ceiling is not held, for its mech */
 	const struct bm_cgfs *fs;	/* makes and removes the v1 twins (NULL: syscalls) */
 };
 
@@ -72,6 +81,24 @@ int bm_ceilings_cpu(struct bm_ceilings *c, const struct bm_limits *lim, double c
 int bm_ceilings_cpu_weight(struct bm_ceilings *c, unsigned int weight);
 /* Ask the kernel to reclaim above bytes (v2 memory.high; 0 = max). Returns 0, -EOPNOTSUPP, -errno. */
 int bm_ceilings_mem_high(struct bm_ceilings *c, double bytes);
+
+/*
+ * The I/O controller, for ceilings (lim->io_*) and the ladder's throttle
+ * (io_throttle): v2 io.max where the io controller is delegable (then
+ * writeback is attributed to the effect too: the memory controller is
+ * enabled beside it for cgroup writeback), else v1 blkio.throttle.* in a
+ * twin, for the whole disks behind paths (NULL-terminated; a partition
+ * stands for its disk; a path on no block device, tmpfs, has none).
+ * Call after bm_ceilings_apply(). Returns 0 (what no controller takes is
+ * said in io_mech) or -errno if a file we made could not be written.
+ */
+int bm_ceilings_io_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *cg,
+			 const char *name, const struct bm_limits *lim, bool io_throttle,
+			 const char *const *paths, struct bm_ceilings *c);
+/* Throttle I/O to bps each way on its disks (0 restores the ceilings). 0, -EOPNOTSUPP, -errno. */
+int bm_ceilings_io(struct bm_ceilings *c, const struct bm_limits *lim, double bps);
+/* The effect's memory.events counts (v2; v1: oom_kill and failcnt as max), -1 where unknown. */
+void bm_ceilings_mem_events(const struct bm_ceilings *c, int64_t ev[BM_MEMEV__MAX]);
 
 /* Did a controller refuse the effect: OOM kills, forks refused? Counts from *.events. */
 void bm_ceilings_events(const struct bm_ceilings *c, uint64_t *oom_kills, uint64_t *forks_refused);

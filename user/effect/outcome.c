@@ -25,6 +25,8 @@ static const char *const reason_names[BM_REASON__MAX] = {
 	[BM_REASON_NET_CEILING] = "net_ceiling",
 	[BM_REASON_CANCELLED] = "cancelled",
 	[BM_REASON_METER_ERROR] = "meter_error",
+	[BM_REASON_STORAGE_CEILING] = "storage_ceiling",
+	[BM_REASON_IO_CEILING] = "io_ceiling",
 };
 
 const char *bm_reason_name(enum bm_reason r)
@@ -102,9 +104,18 @@ void bm_outcome_retry(struct bm_outcome *o)
 		break;
 	case BM_REASON_CPU_CEILING:
 	case BM_REASON_NET_CEILING:
+	case BM_REASON_IO_CEILING:
 		o->retry_eligible = false;
 		snprintf(o->advice, sizeof(o->advice), "it exceeded its %s ceiling; raise it or do less per call",
-			 o->reason == BM_REASON_CPU_CEILING ? "CPU" : "network");
+			 o->reason == BM_REASON_CPU_CEILING ? "CPU"
+			 : o->reason == BM_REASON_NET_CEILING ? "network" : "I/O");
+		break;
+	case BM_REASON_STORAGE_CEILING:
+		o->retry_eligible = false;
+		snprintf(o->advice, sizeof(o->advice),
+			 "it filled its %.0f MiB of ephemeral storage (%s); raise max_ephemeral_storage "
+			 "above %.0f MiB or write less there", mib(o->limits.storage_bytes),
+			 o->storage_where ? o->storage_where : "/tmp", mib(o->limits.storage_bytes));
 		break;
 	case BM_REASON_METER_ERROR:
 		o->retry_after_ms = 1000;
@@ -172,6 +183,9 @@ static json_t *summary_json(const struct bm_outcome *o, json_t *root)
 			    json_integer(s && s->windows ? (json_int_t)(s->wsum[BM_DIM_MEM] / s->windows) : 0));
 	json_object_set_new(avg, "pids", json_real(s && s->windows ? (double)s->wsum[BM_DIM_PIDS] / s->windows : 0));
 	json_object_set_new(avg, "net_tx_bytes_per_s", json_real(span ? (double)s->net_bytes * 1e9 / span : 0));
+	for (d = BM_DIM_IO_READ; d <= BM_DIM_DIRTY; d++)
+		json_object_set_new(avg, bm_window_dim_name(d),
+				    json_real(span ? (double)s->total[d] * 1e9 / span : 0));
 	json_object_set_new(root, "average", avg);
 
 	tot = json_object();
@@ -180,6 +194,10 @@ static json_t *summary_json(const struct bm_outcome *o, json_t *root)
 	json_object_set_new(tot, "net_tx_bytes", json_integer(s ? (json_int_t)s->net_bytes : 0));
 	json_object_set_new(tot, "runq_delay_seconds", json_real(s ? (double)s->runq_ns / 1e9 : 0));
 	json_object_set_new(tot, "mem_stall_seconds", json_real(s ? (double)s->stall_ns / 1e9 : 0));
+	json_object_set_new(tot, "io_read_bytes", json_integer(s ? (json_int_t)s->total[BM_DIM_IO_READ] : 0));
+	json_object_set_new(tot, "io_write_bytes", json_integer(s ? (json_int_t)s->total[BM_DIM_IO_WRITE] : 0));
+	json_object_set_new(tot, "io_ops", json_integer(s ? (json_int_t)s->total[BM_DIM_IO_OPS] : 0));
+	json_object_set_new(tot, "dirtied_bytes", json_integer(s ? (json_int_t)s->total[BM_DIM_DIRTY] : 0));
 	json_object_set_new(tot, "windows", json_integer(s ? (json_int_t)s->windows : 0));
 	json_object_set_new(root, "totals", tot);
 
@@ -188,6 +206,11 @@ static json_t *summary_json(const struct bm_outcome *o, json_t *root)
 		json_object_set_new(hists, bm_window_dim_name(bm_dim_order[d]), hist_json(s, bm_dim_order[d]));
 	json_object_set_new(root, "histograms", hists);
 	return root;
+}
+
+static json_t *int_or_null(uint64_t v)
+{
+	return v ? json_integer((json_int_t)v) : json_null();
 }
 
 static json_t *limits_json(const struct bm_limits *l)
@@ -199,22 +222,32 @@ static json_t *limits_json(const struct bm_limits *l)
 			    l->memory_bytes ? json_integer((json_int_t)l->memory_bytes) : json_null());
 	json_object_set_new(j, "pids", l->pids ? json_integer((json_int_t)l->pids) : json_null());
 	json_object_set_new(j, "timeout_seconds", num_or_null(l->timeout_ns / 1e9, l->timeout_ns));
+	json_object_set_new(j, "io_read_bps", int_or_null(l->io_read_bps));
+	json_object_set_new(j, "io_write_bps", int_or_null(l->io_write_bps));
+	json_object_set_new(j, "io_iops", int_or_null(l->io_iops));
+	json_object_set_new(j, "ephemeral_storage_bytes", int_or_null(l->storage_bytes));
 	return j;
 }
 
 /* Which mechanism held each ceiling (a controller file, or the meter), and each part of the sandbox. */
 static json_t *enforcement_json(const struct bm_outcome *o)
 {
-	static const char *const names[4] = { "cpu", "memory", "pids", "net" };
+	static const char *const names[5] = { "cpu", "memory", "pids", "net", "io" };
+	static const char *const io_names[BM_IO_CEIL__MAX] = { "io_read_bps", "io_write_bps", "io_iops" };
 	json_t *j = json_object();
 	int i;
 
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < 5; i++)
 		if (o->ceiling_mech[i])
 			json_object_set_new(j, names[i], json_string(o->ceiling_mech[i]));
 	/* and the sandbox's: the network policy, the mounts, the identity, ... */
 	if (j)
 		(void)bm_sandbox_enf_json(&o->sbx, j);
+	for (i = 0; i < BM_IO_CEIL__MAX; i++)
+		if (o->io_mech[i])
+			json_object_set_new(j, io_names[i], json_string(o->io_mech[i]));
+	if (o->storage_mech)
+		json_object_set_new(j, "ephemeral_storage", json_string(o->storage_mech));
 	return j;
 }
 
@@ -231,7 +264,65 @@ static json_t *actions_json(const struct bm_outcome *o)
 	return a;
 }
 
+static json_t *meter_json_base(const struct bm_outcome *o);
+
+static json_t *count_or_null(int64_t v)
+{
+	return v >= 0 ? json_integer(v) : json_null();
+}
+
+/* Who the OOM killer took, which limit it was, and the memory controller's counts. */
+static json_t *oom_json(const struct bm_outcome *o)
+{
+	static const char *const ev[BM_MEMEV__MAX] = { "oom", "oom_kill", "high", "max" };
+	json_t *victims = json_array(), *events = json_object();
+	unsigned int i;
+
+	for (i = 0; i < o->n_oom; i++) {
+		const struct bm_oom_victim *v = &o->oom[i];
+
+		json_array_append_new(victims, json_pack("{s:f, s:i, s:s, s:I, s:I, s:I, s:i}",
+			"at_ms", v->at_ms, "pid", (int)v->pid, "command", v->comm,
+			"rss_bytes", (json_int_t)v->rss_bytes, "anon_bytes", (json_int_t)v->anon_bytes,
+			"total_vm_bytes", (json_int_t)v->total_vm_bytes, "oom_score_adj", v->oom_score_adj));
+	}
+	for (i = 0; i < BM_MEMEV__MAX; i++)
+		json_object_set_new(events, ev[i], count_or_null(o->mem_events[i]));
+	return json_pack("{s:o, s:I, s:o, s:o}", "victims", victims, "victims_total",
+			 (json_int_t)o->oom_victims, "limit",
+			 o->oom_limit ? json_string(o->oom_limit) : json_null(), "memory_events", events);
+}
+
+static json_t *storage_json(const struct bm_outcome *o)
+{
+	return json_pack("{s:o, s:o, s:o}", "where",
+			 o->storage_where ? json_string(o->storage_where) : json_null(), "limit_bytes",
+			 int_or_null(o->limits.storage_bytes), "peak_bytes",
+			 count_or_null(o->storage_peak_bytes));
+}
+
 static json_t *meter_json(const struct bm_outcome *o)
+{
+	json_t *m, *via;
+	const uint64_t *v = o->sum ? o->sum->io_via : NULL;
+
+	via = json_pack("{s:I, s:I, s:I}", "blkcg", (json_int_t)(v ? v[BM_IO_VIA_BLKCG] : 0),
+			"v1_twin", (json_int_t)(v ? v[BM_IO_VIA_ALIAS] : 0), "submitter",
+			(json_int_t)(v ? v[BM_IO_VIA_TASK] : 0));
+	m = meter_json_base(o);
+	if (m) {
+		json_object_set_new(m, "io_attribution",
+				    json_string(o->io_attribution ? o->io_attribution : "none"));
+		json_object_set_new(m, "io_bios_by", via);
+		json_object_set_new(m, "io_unattributed_bios",
+				    json_integer((json_int_t)o->stats[BM_STAT_IO_UNKNOWN]));
+	} else {
+		json_decref(via);
+	}
+	return m;
+}
+
+static json_t *meter_json_base(const struct bm_outcome *o)
 {
 	return json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:o, s:o, s:o, s:f, s:o}",
 			 "lost_records", (json_int_t)o->stats[BM_STAT_RB_DROPS],
@@ -286,6 +377,8 @@ json_t *bm_outcome_json(const struct bm_outcome *o)
 		bm_reason_name(o->reason), "by", o->by ? o->by : "process"));
 	json_object_set_new(root, "retry", json_pack("{s:b, s:I, s:s}", "eligible", o->retry_eligible,
 		"after_ms", (json_int_t)o->retry_after_ms, "advice", o->advice));
+	json_object_set_new(root, "storage", storage_json(o));
+	json_object_set_new(root, "oom", oom_json(o));
 	json_object_set_new(root, "meter", meter_json(o));
 	if (o->pod_uid)
 		json_object_set_new(root, "pod", json_pack("{s:s, s:s, s:s}", "uid", o->pod_uid,

@@ -29,6 +29,8 @@ enum bm_reason {
 	BM_REASON_NET_CEILING,
 	BM_REASON_CANCELLED,
 	BM_REASON_METER_ERROR,
+	BM_REASON_STORAGE_CEILING,
+	BM_REASON_IO_CEILING,
 	BM_REASON__MAX,
 };
 
@@ -44,9 +46,27 @@ struct bm_limits {
 	uint64_t memory_bytes;
 	uint64_t pids;
 	uint64_t timeout_ns;
+	uint64_t io_read_bps, io_write_bps, io_iops;	/* per device behind its paths; 0 = none */
+	uint64_t storage_bytes;	/* what it may write to its ephemeral storage (/tmp); 0 = none */
 };
 
 struct bm_expect;
+/* The I/O ceilings, in the order of bm_outcome.io_mech[]. */
+enum bm_io_ceiling { BM_IO_CEIL_READ_BPS, BM_IO_CEIL_WRITE_BPS, BM_IO_CEIL_IOPS, BM_IO_CEIL__MAX };
+
+/* A task the OOM killer chose (oom:mark_victim). */
+struct bm_oom_victim {
+	double at_ms;		/* since the effect started */
+	uint32_t pid;		/* as the node sees it */
+	int32_t oom_score_adj;
+	char comm[16];
+	uint64_t rss_bytes, anon_bytes, total_vm_bytes;
+};
+
+#define BM_MAX_OOM_VICTIMS 8
+
+/* memory.events keys (v2), in this order; v1 gives oom_kill and max (failcnt) only. */
+enum bm_mem_event { BM_MEMEV_OOM, BM_MEMEV_OOM_KILL, BM_MEMEV_HIGH, BM_MEMEV_MAX, BM_MEMEV__MAX };
 
 struct bm_outcome {
 	const char *id, *tenant, *intent;
@@ -68,7 +88,17 @@ struct bm_outcome {
 	bool retry_eligible;
 	uint64_t retry_after_ms;
 	char advice[256];
-	const char *ceiling_mech[4];	/* cpu, memory, pids, net: what enforced each ceiling */
+	const char *ceiling_mech[5];	/* cpu, memory, pids, net, io: what enforced each ceiling */
+	const char *io_mech[BM_IO_CEIL__MAX];	/* read bps, write bps, iops */
+	const char *storage_mech;	/* what bounded its ephemeral storage */
+	const char *storage_where;	/* the path it was measured at ("/tmp") */
+	int64_t storage_peak_bytes;	/* the most it held there, sampled; -1 unknown */
+	struct bm_oom_victim oom[BM_MAX_OOM_VICTIMS];
+	unsigned int n_oom;		/* victims named (more are counted in oom_victims) */
+	uint64_t oom_victims;		/* every victim marked */
+	const char *oom_limit;		/* "memory_ceiling" (its own) or "node" (any other) */
+	int64_t mem_events[BM_MEMEV__MAX];	/* counts since it started; -1 unknown */
+	const char *io_attribution;	/* how its I/O is found: "blkcg", "submitter", "none" */
 	const struct bm_sandbox *sandbox;	/* as asked: the outcome's "sandbox" (NULL: none) */
 	struct bm_sandbox_enf sbx;	/* what held each part of it, in "enforcement" too */
 	/* meter health */

@@ -14,11 +14,12 @@ static const char *const act_names[BM_ACT__MAX] = {
 
 static const char *const pdim_names[BM_P__MAX] = {
 	[BM_P_CPU] = "cpu", [BM_P_MEM] = "memory", [BM_P_PIDS] = "pids", [BM_P_NET] = "net",
+	[BM_P_IO] = "io",
 };
 
 static const char *const pdim_reasons[BM_P__MAX] = {
 	[BM_P_CPU] = "cpu_ceiling", [BM_P_MEM] = "memory_ceiling",
-	[BM_P_PIDS] = "pids_ceiling", [BM_P_NET] = "net_ceiling",
+	[BM_P_PIDS] = "pids_ceiling", [BM_P_NET] = "net_ceiling", [BM_P_IO] = "io_ceiling",
 };
 
 const char *bm_act_name(enum bm_act a)

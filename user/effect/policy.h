@@ -29,6 +29,7 @@ enum bm_pdim {
 	BM_P_MEM,	/* bytes */
 	BM_P_PIDS,	/* tasks */
 	BM_P_NET,	/* bytes sent per second */
+	BM_P_IO,	/* block I/O, bytes read plus written per second */
 	BM_P__MAX,
 };
 

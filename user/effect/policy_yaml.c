@@ -62,6 +62,7 @@ static const cyaml_schema_field_t dims_fields[] = {
 	CYAML_FIELD_MAPPING_PTR("memory", CYAML_FLAG_OPTIONAL, struct y_dims, dim[BM_P_MEM], dim_fields),
 	CYAML_FIELD_MAPPING_PTR("pids", CYAML_FLAG_OPTIONAL, struct y_dims, dim[BM_P_PIDS], dim_fields),
 	CYAML_FIELD_MAPPING_PTR("net", CYAML_FLAG_OPTIONAL, struct y_dims, dim[BM_P_NET], dim_fields),
+	CYAML_FIELD_MAPPING_PTR("io", CYAML_FLAG_OPTIONAL, struct y_dims, dim[BM_P_IO], dim_fields),
 	CYAML_FIELD_END,
 };
 
@@ -77,6 +78,7 @@ static const cyaml_schema_field_t rule_fields[] = {
 	DIM_FIELD("memory", BM_P_MEM, struct y_rule),
 	DIM_FIELD("pids", BM_P_PIDS, struct y_rule),
 	DIM_FIELD("net", BM_P_NET, struct y_rule),
+	DIM_FIELD("io", BM_P_IO, struct y_rule),
 	CYAML_FIELD_END,
 };
 
@@ -134,6 +136,7 @@ static int parse_level(enum bm_pdim d, const char *s, double *out)
 static const char *const level_forms[BM_P__MAX] = {
 	[BM_P_CPU] = "cores, e.g. 1.5 or 500m", [BM_P_MEM] = "a size, e.g. 512M or 2G",
 	[BM_P_PIDS] = "a task count in 1-4194304", [BM_P_NET] = "bytes per second, e.g. 50M",
+	[BM_P_IO] = "bytes read plus written per second, e.g. 100M",
 };
 
 /* Lay one YAML dimension block over a rule; path[0..depth) locates the block. */

@@ -75,6 +75,12 @@ const char *bm_sandbox_looser(const struct bm_sandbox *c, const struct bm_sandbo
 		return "sandbox.timeout_seconds";
 	if (lifts(c->max_ephemeral_storage, p->max_ephemeral_storage))
 		return "sandbox.max_ephemeral_storage";
+	if (lifts(c->io_read_bps, p->io_read_bps))
+		return "sandbox.io_read_bps";
+	if (lifts(c->io_write_bps, p->io_write_bps))
+		return "sandbox.io_write_bps";
+	if (lifts(c->io_iops, p->io_iops))
+		return "sandbox.io_iops";
 	/* none < egress_restricted < egress_allow_list (of the parent's CIDRs) < full */
 	if (c->network_policy > p->network_policy)
 		return "sandbox.network_policy";
@@ -140,6 +146,12 @@ json_t *bm_sandbox_json(const struct bm_sandbox *sb)
 	if (sb->max_ephemeral_storage)
 		bad |= json_object_set_new(o, "max_ephemeral_storage",
 					   json_integer(sb->max_ephemeral_storage));
+	if (sb->io_read_bps)
+		bad |= json_object_set_new(o, "io_read_bps", json_integer((json_int_t)sb->io_read_bps));
+	if (sb->io_write_bps)
+		bad |= json_object_set_new(o, "io_write_bps", json_integer((json_int_t)sb->io_write_bps));
+	if (sb->io_iops)
+		bad |= json_object_set_new(o, "io_iops", json_integer((json_int_t)sb->io_iops));
 	bad |= json_object_set_new(o, "network_policy",
 				   json_string(bm_netpol_name(sb->network_policy)));
 	if (sb->n_cidrs)

@@ -32,6 +32,7 @@ struct bm_sandbox {
 	uint64_t pids_limit;				/* tasks (burstmeter's own, beyond the seed's) */
 	uint64_t timeout_ns;
 	uint64_t max_ephemeral_storage;			/* bytes */
+	uint64_t io_read_bps, io_write_bps, io_iops;	/* per disk behind its paths */
 	enum bm_netpol network_policy;			/* default full */
 	struct bm_cidr cidrs[BM_REQ_MAX_CIDRS];
 	unsigned int n_cidrs;

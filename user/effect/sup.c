@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -27,12 +29,17 @@
 static const enum bm_reason pdim_reason[BM_P__MAX] = {
 	[BM_P_CPU] = BM_REASON_CPU_CEILING, [BM_P_MEM] = BM_REASON_MEMORY_CEILING,
 	[BM_P_PIDS] = BM_REASON_PIDS_CEILING, [BM_P_NET] = BM_REASON_NET_CEILING,
+	[BM_P_IO] = BM_REASON_IO_CEILING,
 };
 
 static const int pdim_dim[BM_P__MAX] = {
 	[BM_P_CPU] = BM_DIM_CPU, [BM_P_MEM] = BM_DIM_MEM, [BM_P_PIDS] = BM_DIM_PIDS,
-	[BM_P_NET] = BM_DIM_NET,
+	[BM_P_NET] = BM_DIM_NET, [BM_P_IO] = BM_DIM_IO_WRITE,
 };
+
+/* How often its ephemeral storage is looked at: a statfs, cheap; tmpfs fills at GB/s. */
+#define STORAGE_POLL_NS (20 * BM_NSEC_PER_MSEC)
+#define TMPFS_MAGIC_ 0x01021994
 
 const struct bm_sup_ops bm_sup_kernel = {
 	.now_ns = bm_now_ns,
@@ -46,6 +53,7 @@ const struct bm_sup_ops bm_sup_kernel = {
 	.del = bm_loader__del,
 	.stats = bm_loader__stats,
 	.features = bm_loader__features,
+	.alias = bm_loader__alias,
 };
 
 void bm_sup__init(struct bm_sup *s)
@@ -58,8 +66,11 @@ void bm_sup__init(struct bm_sup *s)
 	s->deadline_at = s->timer_at = UINT64_MAX;
 	for (i = 0; i < BM_V1__MAX; i++)
 		s->ceil.join_fd[i] = -1;
-	s->ceil.v1_cpu_dirfd = s->ceil.v1_mem_dirfd = s->ceil.v2_dirfd = -1;
+	s->ceil.v1_cpu_dirfd = s->ceil.v1_mem_dirfd = s->ceil.v2_dirfd = s->ceil.v1_blkio_dirfd = -1;
 	s->out.psi_cpu_us = s->out.psi_mem_us = s->out.psi_io_us = -1;
+	s->out.storage_peak_bytes = -1;
+	for (i = 0; i < BM_MEMEV__MAX; i++)
+		s->out.mem_events[i] = -1;
 }
 
 /* The ladder's (and the drain's) timer and the deadline: the due time, and the timerfd if there is one. */
@@ -83,6 +94,19 @@ static void arm_deadline(struct bm_sup *s, uint64_t at_ns)
 
 static int make_timers(struct bm_sup *s);
 
+/* A v1 blkio twin's I/O is the effect's: tell the meter, which cannot see it from the bio. */
+static void tell_twin(struct bm_sup *s)
+{
+	uint64_t id;
+
+	if (s->ceil.v1_blkio_dirfd < 0 || !s->ops->alias || bm_cgroup_id(s->ceil.v1_blkio_dirfd, &id))
+		return;
+	if (!s->ops->alias(s->loader, id, s->cg->id))
+		s->blkio_twin_id = id;
+	else
+		s->out.io_attribution = "submitter";
+}
+
 /* Crossing thresholds (per window) and kernel kill levels from the policy. */
 static void kernel_levels(struct bm_sup *s, uint64_t thresh[BM_DIM__MAX], uint64_t kill_at[BM_DIM__MAX])
 {
@@ -101,7 +125,7 @@ static void kernel_levels(struct bm_sup *s, uint64_t thresh[BM_DIM__MAX], uint64
 			lvl = 0.9 * r->hard;
 		if (!lvl)
 			continue;
-		t = p == BM_P_CPU ? lvl * W : p == BM_P_NET ? lvl * W / 1e9 : lvl;
+		t = p == BM_P_CPU ? lvl * W : p == BM_P_NET || p == BM_P_IO ? lvl * W / 1e9 : lvl;
 		/*
 		 * Rounded up: what crosses it is at the level, so evaluate() finds
 		 * it near. Rounded down, 28 tasks crossed 28.8 (0.9 of 32), looked
@@ -111,6 +135,9 @@ static void kernel_levels(struct bm_sup *s, uint64_t thresh[BM_DIM__MAX], uint64
 		thresh[d] = (uint64_t)t;
 		if ((double)thresh[d] < t || !thresh[d])
 			thresh[d]++;
+		/* I/O is reads plus writes: either alone at the level wakes the ladder */
+		if (p == BM_P_IO)
+			thresh[BM_DIM_IO_READ] = thresh[d];
 		/* past a ceiling no controller holds, the kernel kills on the spot */
 		if (r->ceiling && !s->ceil.controller[p] && !s->o.no_fast_path)
 			kill_at[d] = (uint64_t)r->hard + 1;
@@ -142,6 +169,8 @@ void bm_sup__prepare(struct bm_sup *s, struct bm_loader *l, const struct bm_sup_
 	bm_expect_widen(o->expect, &s->o.policy);
 	bm_policy_ceilings(&s->o.policy, o->limits.cpu_milli / 1000.0, (double)o->limits.memory_bytes,
 			   (double)o->limits.pids);
+	if (o->limits.storage_bytes)
+		s->out.storage_where = "/tmp";
 	for (p = 0; p < BM_P__MAX; p++)
 		s->acting |= s->o.policy.dim[p].soft > 0 || s->o.policy.dim[p].hard > 0;
 	bm_ladder_init(&s->lad);
@@ -155,7 +184,7 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 {
 	const struct bm_limits none = { 0 }, *lim = o->meter_only ? &none : &o->limits;
 	uint64_t thresh[BM_DIM__MAX], kill_at[BM_DIM__MAX];
-	bool cpu_throttle;
+	bool cpu_throttle, io_throttle;
 	int err, p;
 
 	bm_sup__prepare(s, l, o);
@@ -170,9 +199,17 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 	err = bm_ceilings_apply(env, s->cg, s->name, lim, cpu_throttle, s->ops->cgfs, &s->ceil);
 	if (err)
 		return err;
+	io_throttle = !o->meter_only && (s->o.policy.dim[BM_P_IO].steps & BM_STEP_BIT(BM_STEP_THROTTLE));
+	err = bm_ceilings_io_apply(env, s->cg, s->name, lim, io_throttle, s->o.io_paths, &s->ceil);
+	if (err)
+		return err;
 	for (p = 0; o->meter_only && p < BM_P__MAX; p++)
 		s->ceil.mech[p] = s->o.policy.dim[p].hard ? "meter" : NULL;
 	memcpy(s->out.ceiling_mech, s->ceil.mech, sizeof(s->out.ceiling_mech));
+	memcpy(s->out.io_mech, s->ceil.io_mech, sizeof(s->out.io_mech));
+	s->out.io_attribution = s->ceil.io_attribution;
+	if (o->limits.storage_bytes)
+		s->out.storage_mech = "tmpfs size (ENOSPC) + meter: storage_ceiling when full";
 	s->out.net_source = bm_net_source_name(s->ops->features(l)->net);
 
 	s->failed_step = "register with the meter";
@@ -181,6 +218,7 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 	if (err)
 		return err;
 	s->metered = true;
+	tell_twin(s);
 	kernel_levels(s, thresh, kill_at);
 	err = s->ops->arm(l, s->cg, thresh, kill_at);
 	if (err)
@@ -227,12 +265,16 @@ int bm_sup__adopt(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 	/* its twins bear its own name, which an older burstmeter may have spelled otherwise */
 	snprintf(s->name, sizeof(s->name), "%s", strrchr(s->cg->path, '/') + 1);
 	bm_ceilings_adopt(env, s->cg, s->name, &s->ceil);
+	s->ceil.v2_io = !faccessat(s->cg->dirfd, "io.max", F_OK, 0);
+	s->out.io_attribution = s->ceil.v2_io ? "blkcg" : s->ceil.v1_blkio_dirfd >= 0 ? "v1_twin"
+											  : "submitter";
 	s->failed_step = "find its meter";
 	err = s->ops->read(l, s->cg, &m);
 	if (err)
 		return err;
 	s->ops->claim(l, m.slot);
 	s->metered = true;
+	tell_twin(s);
 	/* the effect's clock started with its first window */
 	s->o.window_ns = m.window_ns;
 	s->start_ns = m.first_win * m.window_ns;
@@ -257,6 +299,25 @@ int bm_sup__spawn(struct bm_sup *s)
 	return bm_effect_spawn_ex(s->cg->dirfd, join, n, s->o.argv, s->o.exec, &s->child);
 }
 
+/* The OOM killer chose a task of ours (the loader checked the record's length). */
+static void oom_victim(struct bm_sup *s, const struct bm_oom_event *e)
+{
+	struct bm_oom_victim *v;
+
+	s->out.oom_victims++;
+	if (s->out.n_oom >= BM_MAX_OOM_VICTIMS)
+		return;
+	v = &s->out.oom[s->out.n_oom++];
+	v->at_ms = e->ev.time_ns > s->start_ns ? (double)(e->ev.time_ns - s->start_ns) / 1e6 : 0;
+	v->pid = e->pid;
+	v->oom_score_adj = e->oom_score_adj;
+	memcpy(v->comm, e->comm, sizeof(v->comm));
+	v->comm[sizeof(v->comm) - 1] = '\0';
+	v->rss_bytes = e->rss_bytes;
+	v->anon_bytes = e->anon_bytes;
+	v->total_vm_bytes = e->total_vm_bytes;
+}
+
 void bm_sup__event(struct bm_sup *s, const struct bm_event *e)
 {
 	struct bm_verdict_action va = { .act = BM_ACT_KILL };
@@ -267,6 +328,9 @@ void bm_sup__event(struct bm_sup *s, const struct bm_event *e)
 		/* waiting for it: done now, not at the next look */
 		if (s->phase == BM_SUP_DRAINING)
 			arm_timer(s, 0);
+		break;
+	case BM_EV_OOM:
+		oom_victim(s, (const struct bm_oom_event *)e);
 		break;
 	case BM_EV_KILLED:
 		/* the kernel stopped the offender; cgroup.kill ends the rest */
@@ -303,11 +367,24 @@ static void sample(struct bm_sup *s, const struct bm_meter *m, uint64_t now, str
 			sm->value[p] = v > 0 ? (double)v : 0;
 			if (m->lvl_win == x && m->lvl_max[d] > sm->value[p])
 				sm->value[p] = (double)m->lvl_max[d];
+			/*
+			 * A memory ceiling a controller holds is breached when it OOM-kills:
+			 * resident bytes count a shared page twice and a page charged to
+			 * another cgroup too, so they may pass a charge that stays under
+			 * it. Its OOM killer then acts, and the outcome names its victim.
+			 */
+			if (p == BM_P_MEM && s->ceil.controller[p] && s->o.policy.dim[p].ceiling &&
+			    sm->value[p] > s->o.policy.dim[p].hard)
+				sm->value[p] = s->o.policy.dim[p].hard;
 			continue;
 		}
 		/* a fresh window looks empty: take the last full one too */
 		cur = bm_window_flow(m, d, x);
 		prev = bm_window_flow(m, d, x - 1);
+		if (p == BM_P_IO) {
+			cur += bm_window_flow(m, BM_DIM_IO_READ, x);
+			prev += bm_window_flow(m, BM_DIM_IO_READ, x - 1);
+		}
 		sm->value[p] = bm_window_display(d, cur > prev ? cur : prev, W);
 	}
 	bm_ceilings_events(&s->ceil, &ooms, &refused);
@@ -390,6 +467,42 @@ static uint64_t advance_phase(struct bm_sup *s, uint64_t now)
 	return UINT64_MAX;
 }
 
+/*
+ * Its ephemeral storage, a tmpfs at /tmp of its mount namespace, seen
+ * through /proc/PID/root of any of its tasks: the peak is sampled, and
+ * once it is full (a write got ENOSPC, or the next one will) the effect
+ * ends with storage_ceiling: a sandbox that cannot write goes nowhere.
+ */
+static void look_at_storage(struct bm_sup *s, uint64_t now)
+{
+	char procs[64], path[64];
+	struct statfs st;
+	uint64_t used;
+	long pid;
+
+	if (!s->cg || bm_read_file(s->cg->dirfd, "cgroup.procs", procs, sizeof(procs)) <= 0)
+		return;
+	pid = strtol(procs, NULL, 10);
+	snprintf(path, sizeof(path), "/proc/%ld/root/tmp", pid);
+	if (pid <= 0 || statfs(path, &st) < 0 || st.f_type != TMPFS_MAGIC_)
+		return;
+	used = (uint64_t)(st.f_blocks - st.f_bfree) * (uint64_t)st.f_bsize;
+	if ((int64_t)used > s->out.storage_peak_bytes)
+		s->out.storage_peak_bytes = (int64_t)used;
+	if (st.f_bavail || s->act.ended)
+		return;
+	s->storage_full = true;
+	s->act.ended = true;
+	s->act.by = "policy";
+	(void)bm_cgroup__kill(s->cg);
+	if (s->out.n_actions < BM_MAX_ACTIONS)
+		s->out.actions[s->out.n_actions++] = (struct bm_action){
+			.at_ms = (double)(now - s->start_ns) / 1e6, .action = "kill",
+			.reason = "storage_ceiling", .observed = (double)used,
+			.threshold = (double)s->o.limits.storage_bytes,
+		};
+}
+
 void bm_sup__tick(struct bm_sup *s)
 {
 	uint64_t ticks, now = s->ops->now_ns(), next = UINT64_MAX;
@@ -399,6 +512,13 @@ void bm_sup__tick(struct bm_sup *s)
 	arm_timer(s, UINT64_MAX);
 	if (s->phase == BM_SUP_RUNNING)
 		next = evaluate(s, now);
+	if (s->phase == BM_SUP_RUNNING && s->o.limits.storage_bytes) {
+		if (now >= s->storage_at) {
+			look_at_storage(s, now);
+			s->storage_at = now + STORAGE_POLL_NS;
+		}
+		next = s->storage_at < next ? s->storage_at : next;
+	}
 	else if (s->phase == BM_SUP_LEFTOVERS || s->phase == BM_SUP_DRAINING)
 		next = advance_phase(s, now);
 	if (s->phase != BM_SUP_DONE)
@@ -525,6 +645,12 @@ static void read_cgroup_stats(struct bm_sup *s)
 	s->out.cgroup_mem_peak = -1;
 	if (bm_ceilings_mem_peak(&s->ceil, &v) == 0)
 		s->out.cgroup_mem_peak = (int64_t)v;
+	/* its cgroup is its own since it started: the counts are the deltas */
+	bm_ceilings_mem_events(&s->ceil, s->out.mem_events);
+	if (s->out.oom_victims)
+		s->out.oom_limit = s->out.mem_events[BM_MEMEV_OOM] > 0 ||
+					   s->out.mem_events[BM_MEMEV_OOM_KILL] > 0
+				   ? "memory_ceiling" : "node";
 }
 
 /* How it ended: the ladder or the kernel at a ceiling, the deadline, or the command itself. */
@@ -546,12 +672,18 @@ static void classify(struct bm_sup *s)
 	if (s->deadline) {
 		s->out.reason = BM_REASON_DEADLINE;
 		s->out.by = "deadline";
+	} else if (s->storage_full) {
+		s->out.reason = BM_REASON_STORAGE_CEILING;
+		s->out.by = "policy";
 	} else if (s->act.ended) {
 		s->out.reason = pdim_reason[s->act.cause];
 		s->out.by = s->act.by;
 	} else if (ooms && s->out.exit_signal == SIGKILL) {
 		/* the memory controller's OOM killer got there first */
 		s->out.reason = BM_REASON_MEMORY_CEILING;
+		s->out.by = "kernel";
+	} else if (s->out.oom_victims && s->out.exit_signal == SIGKILL) {
+		/* the node's OOM killer (or an ancestor's limit): not its own wall */
 		s->out.by = "kernel";
 	} else if (refused && s->out.reason == BM_REASON_FAILED) {
 		/* the pids controller refused a fork and the command gave up before the ladder looked */
@@ -600,8 +732,16 @@ static void close_fds(struct bm_sup *s)
 	s->deadline_at = s->timer_at = UINT64_MAX;
 }
 
+static void forget_twin(struct bm_sup *s)
+{
+	if (s->blkio_twin_id && s->ops->alias)
+		(void)s->ops->alias(s->loader, s->blkio_twin_id, 0);
+	s->blkio_twin_id = 0;
+}
+
 int bm_sup__release_try(struct bm_sup *s)
 {
+	forget_twin(s);
 	if (s->cg) {
 		if (s->metered)
 			(void)s->ops->del(s->loader, s->cg);
@@ -627,6 +767,7 @@ int bm_sup__release(struct bm_sup *s)
 {
 	int err = 0;
 
+	forget_twin(s);
 	if (s->cg) {
 		if (s->metered)
 			(void)s->ops->del(s->loader, s->cg);

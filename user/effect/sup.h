@@ -43,6 +43,8 @@ struct bm_sup_opts {
 	const struct bm_sandbox *sandbox; /* what the outcome says was asked (NULL: nothing) */
 	bool meter_only;		/* no controllers: the meter holds every ceiling */
 	bool cpu_cap;			/* a CPU controller even without a ceiling: bm_sup__cap() */
+	/* Where it does I/O (NULL-terminated): the disks behind these get the I/O ceilings. */
+	const char *io_paths[4];
 	bool no_fast_path;		/* no in-kernel kill at ceilings */
 	/*
 	 * No timerfds: the caller watches timer_at and deadline_at (one timer
@@ -77,6 +79,7 @@ struct bm_sup_ops {
 	int (*del)(struct bm_loader *l, const struct bm_cgroup *cg);
 	int (*stats)(struct bm_loader *l, uint64_t out[BM_STAT__MAX]);
 	const struct bm_features *(*features)(const struct bm_loader *l);
+	int (*alias)(struct bm_loader *l, uint64_t v1_cgid, uint64_t v2_cgid);	/* may be NULL */
 };
 
 extern const struct bm_sup_ops bm_sup_kernel;
@@ -101,6 +104,9 @@ struct bm_sup {
 	int exec_errno;			/* the command could not be started (126/127) */
 	bool not_run;			/* it never started: the outcome its caller wrote stands */
 	bool cancelled, deadline, drained, acting, metered, terminating;
+	bool storage_full;		/* its ephemeral storage filled up: storage_ceiling */
+	uint64_t blkio_twin_id;		/* its v1 blkio twin, told to the meter (0: none) */
+	uint64_t storage_at;		/* the next look at its storage (bm_now_ns()) */
 	const char *failed_step;	/* what bm_sup__start() was doing when it failed */
 	char name[3 * BM_NAME_MAX];	/* the cgroup's directory name */
 	struct bm_outcome out;

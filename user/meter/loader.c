@@ -49,10 +49,10 @@ void bm_log_libbpf(void)
 }
 
 /* The maps userspace uses, by index: the same whether loaded or adopted from pins. */
-enum { M_CGST, M_CGHASH, M_MM, M_EVENTS, M_STATS, M_MOVED, M_META, M__MAX };
+enum { M_CGST, M_CGHASH, M_MM, M_EVENTS, M_STATS, M_MOVED, M_BLKALIAS, M_META, M__MAX };
 /* As pinned; bpffs takes no dots, so bm_moved is pinned under a name of its own. */
 static const char *const map_names[M__MAX] = {
-	"bm_cgst", "bm_cghash", "bm_mm", "bm_events", "bm_stats", "bm_moved", "bm_meta",
+	"bm_cgst", "bm_cghash", "bm_mm", "bm_events", "bm_stats", "bm_moved", "bm_blkalias", "bm_meta",
 };
 
 /* The object's name of map i: global data is named after its section. */
@@ -61,7 +61,7 @@ static const char *obj_map_name(int i)
 	return i == M_MOVED ? ".data.moved" : map_names[i];
 }
 
-#define MAX_LINKS 16
+#define MAX_LINKS 24
 
 struct bm_loader {
 	struct bm_meter_bpf *skel;	/* NULL when adopted */
@@ -129,6 +129,11 @@ static uint64_t find_tick_fn(void)
 	return found;
 }
 
+static bool btf_has_func(const struct btf *vmlinux, const char *fn)
+{
+	return btf__find_by_name_kind(vmlinux, fn, BTF_KIND_FUNC) > 0;
+}
+
 static unsigned int page_shift(void)
 {
 	long page = sysconf(_SC_PAGESIZE);
@@ -148,6 +153,7 @@ static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum 
 {
 	struct bpf_program *p;
 	uint64_t tick_fn = find_tick_fn();
+	bool kf;
 
 	feat->cgrp_storage = !force_hash && libbpf_probe_bpf_map_type(BM_MAP_TYPE_CGRP_STORAGE, NULL) > 0;
 	skel->rodata->cfg_cgrp_storage = feat->cgrp_storage;
@@ -175,15 +181,36 @@ static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum 
 	feat->reclaim = bpf_program__autoload(skel->progs.bm_dreclaim_beg) &&
 			bpf_program__autoload(skel->progs.bm_dreclaim_end);
 
+	/*
+	 * Block I/O: one of two programs on block_bio_queue. The bio names its
+	 * cgroup by pointers the verifier does not trust, so by id: with meters
+	 * in the hash, the id is the key; in cgroup storage, bpf_cgroup_from_id()
+	 * (6.2+, as the storage) makes it a cgroup. Without that kfunc, I/O is
+	 * the submitting task's only, and v1 twins cannot be told.
+	 */
+	kf = feat->cgrp_storage && btf_has_func(vmlinux, "bpf_cgroup_from_id") &&
+	     btf_has_func(vmlinux, "bpf_cgroup_release") &&
+	     bpf_program__autoload(skel->progs.bm_bio_queue_kf);
+	bpf_program__set_autoload(kf ? skel->progs.bm_bio_queue : skel->progs.bm_bio_queue_kf, false);
+	feat->io = bpf_program__autoload(skel->progs.bm_bio_queue) ||
+		   bpf_program__autoload(skel->progs.bm_bio_queue_kf);
+	feat->io_alias = feat->io && (kf || !feat->cgrp_storage);
+	feat->dirty = bpf_program__autoload(skel->progs.bm_dirty);
+	feat->oom = bpf_program__autoload(skel->progs.bm_oom_victim);
+
 	if (net == BM_NET_SRC_TP && !bpf_program__autoload(skel->progs.bm_net_send))
 		net = BM_NET_SRC_FEXIT;
 	bpf_program__set_autoload(skel->progs.bm_net_send, net == BM_NET_SRC_TP);
 	bpf_program__set_autoload(skel->progs.bm_net_inet, net == BM_NET_SRC_FEXIT);
 	bpf_program__set_autoload(skel->progs.bm_net_inet6, net == BM_NET_SRC_FEXIT);
 	feat->net = net;
-	bm_dbg("meters in %s; CPU charged at %s; reclaim %s; network from %s",
+	bm_dbg("meters in %s; CPU charged at %s; reclaim %s; network from %s; block I/O %s%s; "
+	       "dirtied pages %s; OOM victims %s",
 	       feat->cgrp_storage ? "cgroup storage" : "a hash by cgroup id",
-	       feat->tick ? "switches and ticks" : "switches only", feat->reclaim ? "on" : "off", bm_net_source_name(feat->net));
+	       feat->tick ? "switches and ticks" : "switches only", feat->reclaim ? "on" : "off",
+	       bm_net_source_name(feat->net), feat->io ? "on" : "off",
+	       feat->io_alias ? " (v1 blkio twins resolved)" : "", feat->dirty ? "on" : "off",
+	       feat->oom ? "on" : "off");
 }
 
 /* Attach every program that loaded, keeping the links (to pin them). */
@@ -255,7 +282,9 @@ static uint32_t feature_bits(const struct bm_features *f)
 	return (f->cgrp_storage ? BM_META_CGRP_STORAGE : 0) | (f->tick ? BM_META_TICK : 0) |
 	       (f->reclaim ? BM_META_RECLAIM : 0) |
 	       (f->net == BM_NET_SRC_TP ? BM_META_NET_TP : 0) |
-	       (f->net == BM_NET_SRC_FEXIT ? BM_META_NET_FEXIT : 0);
+	       (f->net == BM_NET_SRC_FEXIT ? BM_META_NET_FEXIT : 0) | (f->io ? BM_META_IO : 0) |
+	       (f->dirty ? BM_META_DIRTY : 0) | (f->oom ? BM_META_OOM : 0) |
+	       (f->io_alias ? BM_META_IO_ALIAS : 0);
 }
 
 static int pin_path(const struct bm_loader *l, const char *name, char *buf, size_t len)
@@ -331,6 +360,10 @@ static int adopt(struct bm_loader *l)
 	l->feat.cgrp_storage = meta.features & BM_META_CGRP_STORAGE;
 	l->feat.tick = meta.features & BM_META_TICK;
 	l->feat.reclaim = meta.features & BM_META_RECLAIM;
+	l->feat.io = meta.features & BM_META_IO;
+	l->feat.dirty = meta.features & BM_META_DIRTY;
+	l->feat.oom = meta.features & BM_META_OOM;
+	l->feat.io_alias = meta.features & BM_META_IO_ALIAS;
 	l->feat.net = meta.features & BM_META_NET_TP ? BM_NET_SRC_TP
 		      : meta.features & BM_META_NET_FEXIT ? BM_NET_SRC_FEXIT : BM_NET_SRC_NONE;
 	l->adopted = true;
@@ -415,7 +448,11 @@ int bm_loader__prog_ids(const struct bm_loader *l, uint32_t *ids, int max)
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct bm_loader *l = ctx;
+	const struct bm_event *e = data;
 
+	/* a record longer than its header says so by its type; a short one is dropped */
+	if (size >= sizeof(*e) && e->type == BM_EV_OOM && size < sizeof(struct bm_oom_event))
+		return 0;
 	if (size >= sizeof(struct bm_event) && l->on_event)
 		l->on_event(data, l->ctx);
 	return 0;
@@ -725,4 +762,13 @@ int bm_loader__poll(struct bm_loader *l, int timeout_ms)
 int bm_loader__consume(struct bm_loader *l)
 {
 	return ring_buffer__consume(l->rb);
+}
+
+int bm_loader__alias(struct bm_loader *l, uint64_t v1_cgid, uint64_t v2_cgid)
+{
+	if (!l->feat.io_alias)
+		return -EOPNOTSUPP;
+	if (!v2_cgid)
+		return bpf_map_delete_elem(l->fd[M_BLKALIAS], &v1_cgid) && errno != ENOENT ? -errno : 0;
+	return bpf_map_update_elem(l->fd[M_BLKALIAS], &v1_cgid, &v2_cgid, 0) ? -errno : 0;
 }

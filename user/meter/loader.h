@@ -41,6 +41,10 @@ struct bm_features {
 	bool tick;		/* CPU charged at every scheduler tick too */
 	bool reclaim;		/* vmscan reclaim begin/end tracepoints */
 	enum bm_net_source net;
+	bool io;		/* block_bio_queue: bytes and bios per window */
+	bool io_alias;		/* v1 blkio twins can be told (bm_loader__alias()) */
+	bool dirty;		/* writeback_dirty_folio: page cache dirtied per window */
+	bool oom;		/* mark_victim: the OOM killer's victims are named */
 };
 
 /* "sock_send_length", "fexit" or "none", as the outcome names them. */
@@ -93,6 +97,12 @@ void bm_loader__claim(struct bm_loader *l, uint32_t slot);
 int bm_loader__del(struct bm_loader *l, const struct bm_cgroup *cg);
 /* Forget the mms of every meter deleted since the last call: one pass over bm_mm. */
 void bm_loader__forget_stale(struct bm_loader *l);
+/*
+ * Tell the meter that I/O of the v1 blkio cgroup v1_cgid (a hybrid host's
+ * twin) is the effect v2_cgid's; v2_cgid 0 forgets it. Returns 0, or
+ * -EOPNOTSUPP where the meter cannot resolve aliases, or -errno.
+ */
+int bm_loader__alias(struct bm_loader *l, uint64_t v1_cgid, uint64_t v2_cgid);
 /* Sum the per-CPU drop counters. Returns 0 or -errno. */
 int bm_loader__stats(struct bm_loader *l, uint64_t out[BM_STAT__MAX]);
 /* fd that becomes readable when records wait; bm_loader__poll(l, 0) consumes them. */

@@ -21,6 +21,7 @@ struct bm_summary {
 	uint64_t total[BM_DIM__MAX];		/* flows: every ns/byte counted */
 	uint64_t cpu_ns, runq_ns, net_bytes, stall_ns, late_ns;
 	uint64_t forks, tasks_entered;
+	uint64_t io_via[BM_IO_VIA__MAX];	/* bios charged, by how their cgroup was found */
 };
 
 /*
@@ -46,14 +47,14 @@ double bm_window_bucket_upper(unsigned int k);
 
 /* The exclusive upper edge of dimension d's bucket k, in display units. */
 double bm_window_bucket_edge(enum bm_dim d, unsigned int k, uint64_t window_ns);
-/* The dimensions in the order people read them (cpu, memory, tasks, net, run queue). */
+/* The dimensions in the order people read them (cpu, memory, tasks, net, run queue, I/O). */
 extern const enum bm_dim bm_dim_order[BM_DIM__MAX];
 
-/* A raw window value of dimension d in display units: cores, bytes, tasks, bytes/s, ms. */
+/* A raw window value of dimension d in display units: cores, bytes, tasks, bytes/s, ms, ops/s. */
 double bm_window_display(enum bm_dim d, double raw, uint64_t window_ns);
 /* Name of the display unit of d: "cpu_cores", "memory_bytes", "pids", ... */
 const char *bm_window_dim_name(enum bm_dim d);
-/* Short name of d for the command line: "cpu", "mem", "pids", "net", "runq". */
+/* Short name of d for the command line: "cpu", "mem", "pids", "net", "runq", "ior", ... */
 const char *bm_window_dim_short(enum bm_dim d);
 
 #endif /* BM_WINDOW_H */

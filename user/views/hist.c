@@ -44,7 +44,7 @@ static const char hist_usage[] =
 "\n"
 "  --cgroup PATH   a cgroup v2 directory (relative: under the v2 mount)\n"
 "  --effect ID     the effect burstmeter.<tenant>.ID, found in the cgroup v2 tree\n"
-"  --dim DIM       cpu, mem, pids, net, runq or all (default cpu)\n"
+"  --dim DIM       cpu, mem, pids, net, runq, ior, iow, iops, dirty or all (default cpu)\n"
 "  --pin-dir DIR   the agent's pinned meter (default " BM_AGENT_PIN_DIR ")\n"
 "  INTERVAL        seconds, decimals allowed (0.5) or with a unit (250ms)\n"
 "\n"
@@ -105,7 +105,7 @@ static int hist_args(int argc, char **argv, struct hist_opts *o)
 			o->dim = strcmp(optarg, "all") ? bm_view_dim(optarg) : DIM_ALL;
 		if (c == 'd' && o->dim < DIM_ALL)
 			return bm_view_bad_value("hist", "--dim", optarg,
-						 "cpu, mem, pids, net, runq or all");
+						 "cpu, mem, pids, net, runq, ior, iow, iops, dirty or all");
 		o->cgroup = c == 'c' ? optarg : o->cgroup;
 		o->effect = c == 'e' ? optarg : o->effect;
 		o->pin_dir = c == 'p' ? optarg : o->pin_dir;

@@ -33,6 +33,9 @@ char *bm_fmt_value(enum bm_dim d, double v, char *buf, size_t len)
 	case BM_DIM_MEM:
 		return fmt_si(v, "", buf, len);
 	case BM_DIM_NET:
+	case BM_DIM_IO_READ:
+	case BM_DIM_IO_WRITE:
+	case BM_DIM_DIRTY:
 		return fmt_si(v, "/s", buf, len);
 	case BM_DIM_PIDS:
 		snprintf(buf, len, "%.0f", v);

@@ -31,7 +31,8 @@
 
 /* The order a reader scans: what it used, what it held, what it spawned, what it sent, waits. */
 static const enum bm_dim order[BM_DIM__MAX] = { BM_DIM_CPU, BM_DIM_MEM, BM_DIM_PIDS, BM_DIM_NET,
-						BM_DIM_RUNQ };
+						BM_DIM_RUNQ, BM_DIM_IO_READ, BM_DIM_IO_WRITE,
+						BM_DIM_IO_OPS, BM_DIM_DIRTY };
 
 static const struct {
 	const char *name, *unit, *color;
@@ -41,6 +42,10 @@ static const struct {
 	[BM_DIM_PIDS] = { "tasks", "live", "#2e8b57" },
 	[BM_DIM_NET] = { "send rate", "bytes/s", "#d07a1f" },
 	[BM_DIM_RUNQ] = { "run-queue wait", "ms per window", "#178f8f" },
+	[BM_DIM_IO_READ] = { "disk read", "bytes/s", "#8a6d1f" },
+	[BM_DIM_IO_WRITE] = { "disk write", "bytes/s", "#b03a48" },
+	[BM_DIM_IO_OPS] = { "disk operations", "bios/s", "#5a6b7d" },
+	[BM_DIM_DIRTY] = { "page cache dirtied", "bytes/s", "#9b5f8f" },
 };
 
 struct mark_pos {
@@ -141,10 +146,18 @@ static double unit_of(double v, int *exp)
  * memory by powers of two (limits are set as 512M, 1.5G), tasks by whole
  * numbers, everything else by 1-2-2.5-5.
  */
+/* Dimensions in bytes per second, labelled with binary prefixes. */
+static bool bytes_rate(enum bm_dim d)
+{
+	return d == BM_DIM_NET || d == BM_DIM_IO_READ || d == BM_DIM_IO_WRITE || d == BM_DIM_DIRTY;
+}
+
 static struct axis axis_make(enum bm_dim d, double max)
 {
 	static const double fallback[BM_DIM__MAX] = { [BM_DIM_CPU] = 1, [BM_DIM_MEM] = 1 << 20,
-		[BM_DIM_PIDS] = 4, [BM_DIM_NET] = 1 << 20, [BM_DIM_RUNQ] = 1 };
+		[BM_DIM_PIDS] = 4, [BM_DIM_NET] = 1 << 20, [BM_DIM_RUNQ] = 1,
+		[BM_DIM_IO_READ] = 1 << 20, [BM_DIM_IO_WRITE] = 1 << 20, [BM_DIM_IO_OPS] = 100,
+		[BM_DIM_DIRTY] = 1 << 20 };
 	struct axis ax = { .unit = -1 };
 	double want = max > 0 ? max * 1.08 : fallback[d], raw = want / 4, u, q;
 	long k;
@@ -152,7 +165,7 @@ static struct axis axis_make(enum bm_dim d, double max)
 	if (d == BM_DIM_MEM) {
 		for (ax.step = 1; ax.step < raw; ax.step *= 2)
 			;
-	} else if (d == BM_DIM_NET) {
+	} else if (bytes_rate(d)) {
 		/* decimal steps of the top's unit, every label in it: 0, 0.5G/s, 1G/s */
 		u = unit_of(want, &ax.unit);
 		ax.step = nice_dec(raw / u, true) * u;
@@ -171,10 +184,10 @@ static struct axis axis_make(enum bm_dim d, double max)
 static void fmt_val(char *buf, size_t len, enum bm_dim d, double v, int unit, int prec)
 {
 	static const char *const prefix[] = { "", "K", "M", "G", "T", "P", "E" };
-	const char *sfx = d == BM_DIM_RUNQ ? " ms" : d == BM_DIM_NET ? "/s" : "";
+	const char *sfx = d == BM_DIM_RUNQ ? " ms" : bytes_rate(d) || d == BM_DIM_IO_OPS ? "/s" : "";
 	int i = 0;
 
-	if (d == BM_DIM_MEM || d == BM_DIM_NET) {
+	if (d == BM_DIM_MEM || bytes_rate(d)) {
 		if (unit < 0)
 			unit_of(v, &unit);
 		for (; i < unit; i++)

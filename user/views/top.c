@@ -178,20 +178,21 @@ static const char *fmt_runtime(double s, char *buf, size_t len)
 	return buf;
 }
 
-#define ROW_FMT "%-24s %-12s %7s %6s %6s %7s %7s %6s %6s %8s %8s %7s %7s  %s"
+#define ROW_FMT "%-24s %-12s %7s %6s %6s %7s %7s %6s %6s %8s %8s %7s %7s %8s %8s %8s %8s  %s"
 
-/* Column order: what people look at first (CPU, memory) leftmost. */
-static const int cols[BM_DIM__MAX] = {
-	BM_DIM_CPU, BM_DIM_MEM, BM_DIM_PIDS, BM_DIM_NET, BM_DIM_RUNQ,
+/* Column order: what people look at first (CPU, memory) leftmost; disk read and write last. */
+#define N_COLS 7
+static const int cols[N_COLS] = {
+	BM_DIM_CPU, BM_DIM_MEM, BM_DIM_PIDS, BM_DIM_NET, BM_DIM_RUNQ, BM_DIM_IO_READ, BM_DIM_IO_WRITE,
 };
 
 static void fmt_row(const struct eff *e, char *buf, size_t len)
 {
-	char v[BM_DIM__MAX][2][24], rt[16], st[16];
+	char v[N_COLS][2][24], rt[16], st[16];
 	const char *state;
 	int i;
 
-	for (i = 0; i < BM_DIM__MAX; i++) {
+	for (i = 0; i < N_COLS; i++) {
 		bm_fmt_value(cols[i], e->s.cur[cols[i]], v[i][0], sizeof(v[i][0]));
 		bm_fmt_value(cols[i], e->s.peak[cols[i]], v[i][1], sizeof(v[i][1]));
 	}
@@ -200,7 +201,8 @@ static void fmt_row(const struct eff *e, char *buf, size_t len)
 	snprintf(st, sizeof(st), "%s%s", state, e->ok && e->priv ? "*" : "");
 	snprintf(buf, len, ROW_FMT, e->id, e->tenant[0] ? e->tenant : "-",
 		 e->ok ? fmt_runtime(e->s.runtime_s, rt, sizeof(rt)) : "-", v[0][0], v[0][1],
-		 v[1][0], v[1][1], v[2][0], v[2][1], v[3][0], v[3][1], v[4][0], v[4][1], st);
+		 v[1][0], v[1][1], v[2][0], v[2][1], v[3][0], v[3][1], v[4][0], v[4][1], v[5][0],
+		 v[5][1], v[6][0], v[6][1], st);
 }
 
 /* The first line: time, count, sort, and whose counts these are (they may start late). */
@@ -229,11 +231,12 @@ static void fmt_header(const struct top *t, char *buf, size_t len)
 static void fmt_columns(char *buf, size_t len)
 {
 	snprintf(buf, len, ROW_FMT, "ID", "TENANT", "TIME", "CPU", "peak", "MEM", "peak", "TASKS",
-		 "peak", "NET", "peak", "RUNQ", "peak", "STATE");
+		 "peak", "NET", "peak", "RUNQ", "peak", "READ", "peak", "WRITE", "peak", "STATE");
 }
 
 #define VALUES_NOTE \
-	"each: last full window, then peak; CPU in cores, NET sent per s, RUNQ in ms waited"
+	"each: last full window, then peak; CPU in cores, NET sent per s, RUNQ in ms waited, " \
+	"READ/WRITE disk bytes per s"
 
 static void print_table(const struct top *t)
 {
@@ -420,7 +423,7 @@ static const char top_usage[] =
 "  --pin-dir DIR   the agent's pinned meter (default " BM_AGENT_PIN_DIR ")\n"
 "  --once          print one table and exit (with top's own meter: after 1 s of metering)\n"
 "  --json          print one JSON object {\"effects\": [...]} and exit\n"
-"  --sort DIM      cpu, mem, pids, net or runq: by its peak, largest first (default cpu)\n"
+"  --sort DIM      cpu, mem, pids, net, runq, ior, iow, iops or dirty: by its peak (default cpu)\n"
 "  --interval MS   refresh period in ms, 10 to 60000 (default 100)\n"
 "Keys: c m p n r sort by that peak, j/k or arrows scroll, q quits.\n"
 "\n"
@@ -449,7 +452,7 @@ static int top_args(int argc, char **argv, struct top *t)
 			return bm_view_bad_value("top", "--pin-dir", optarg, "an absolute path");
 		if (c == 's' && (t->sort = bm_view_dim(optarg)) < 0)
 			return bm_view_bad_value("top", "--sort", optarg,
-						 "cpu, mem, pids, net or runq");
+						 "cpu, mem, pids, net, runq, ior, iow, iops or dirty");
 		if (c == 'i' && bm_parse_u64(optarg, 10, 60000, &t->interval_ms))
 			return bm_view_bad_value("top", "--interval", optarg,
 						 "milliseconds, 10 to 60000");

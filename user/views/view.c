@@ -195,7 +195,7 @@ double bm_view_window_value(const struct bm_meter *m, int d, uint64_t x)
 {
 	int64_t level = d == BM_DIM_MEM ? m->rss_bytes : m->tasks;
 
-	if (d < BM_FLOWS)
+	if (d < BM_ALL_FLOWS)
 		return bm_window_flow(m, d, x);
 	if (x == m->lvl_win)
 		return (double)m->lvl_max[d];

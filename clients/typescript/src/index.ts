@@ -29,6 +29,9 @@ export interface Sandbox {
 	pids_limit?: number;
 	timeout_seconds?: Quantity;
 	max_ephemeral_storage?: Quantity;
+	io_read_bps?: Quantity;
+	io_write_bps?: Quantity;
+	io_iops?: number;
 	network_policy?: NetworkPolicy;
 	allowed_egress_cidrs?: string[];
 	read_only_root_fs?: boolean;

@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The I/O dimensions end to end: `burstmeter run` ($BM_BIN) on bm-io, whose
+ * block I/O is known (it writes what it did to a truth file), and the OOM
+ * killer's victim named. The files live on a block device: $BM_IO_DIR
+ * (the VM suite makes an ext2 on a ramdisk there), else /var/tmp, else
+ * the test directory; a place on no block device is a broken setup, never
+ * a skip. Every bound comes from the truth file or the workload's
+ * arguments:
+ *
+ *   O_DIRECT bursts: every byte written is a bio of the effect's; the
+ *     best window holds what the workload's own clock put in its best
+ *     10 ms window (within 10 %; a write that straddles an edge may be in
+ *     either: the truth is the range); peak over average as the truth's.
+ *   buffered + fsync: the page cache dirtied is what was written; the
+ *     fsync writes it back from the task itself, which the meter sees.
+ *   cold read: what was read came from the disk (its pages were dropped).
+ *   a write ceiling: the rate held within 10 % of it, by io.max or
+ *     blkio.throttle (enforcement says which), and the meter still sees
+ *     the bytes the throttle released later.
+ *   OOM: a memory ceiling's OOM kill names the victim, its size, the limit.
+ *   storage: through the agent, an effect that fills its max_ephemeral_storage
+ *     (its /tmp tmpfs) ends with storage_ceiling, its peak reported.
+ */
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+
+#include "agent_fx.h"
+
+static char io_dir[PATH_MAX];	/* a private directory on a block device */
+static char truth[PATH_MAX + 16], data[PATH_MAX + 16];
+static char *wl_dir;
+
+/* Is dir on a block device (a real major number)? */
+static bool on_disk(const char *dir)
+{
+	struct stat st;
+
+	return !stat(dir, &st) && major(st.st_dev) != 0;
+}
+
+/* The I/O directory on a block device ($BM_IO_DIR, /var/tmp, or the test's own dir). */
+static int io_dirs(void **state)
+{
+	const char *env = getenv("BM_IO_DIR"), *base = env && *env ? env : "/var/tmp";
+
+	if (!on_disk(base))
+		base = ((struct fx *)*state)->dir;
+	snprintf(io_dir, sizeof(io_dir), "%s/bm-io.XXXXXX", base);
+	if (!on_disk(base) || !mkdtemp(io_dir)) {
+		print_error("no directory on a block device for the I/O tests (tried %s): set BM_IO_DIR\n",
+			    base);
+		return -1;
+	}
+	snprintf(truth, sizeof(truth), "%s/truth", io_dir);
+	snprintf(data, sizeof(data), "%s/data", io_dir);
+	return 0;
+}
+
+static void io_dirs_remove(void)
+{
+	unlink(truth);
+	unlink(data);
+	rmdir(io_dir);
+}
+
+static int io_setup(void **state)
+{
+	int err = setup(state);
+
+	if (!err && io_dirs(state)) {
+		teardown(state);
+		return -1;
+	}
+	return err;
+}
+
+static int io_teardown(void **state)
+{
+	io_dirs_remove();
+	return teardown(state);
+}
+
+/* "key value" from the truth file. */
+static double truth_of(const char *key)
+{
+	char line[256], k[64];
+	double v;
+	FILE *f = fopen(truth, "re");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %lf", k, &v) == 2 && !strcmp(k, key)) {
+			fclose(f);
+			return v;
+		}
+	fclose(f);
+	fail_msg("truth file has no %s", key);
+	return NAN;
+}
+
+/* Run in io_dir, so that the ceilings are for its disk (the effect's working directory's). */
+static struct res *run_in_io_dir(struct fx *f, ...)
+{
+	char cwd[PATH_MAX];
+	struct proc p;
+	va_list ap;
+
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(io_dir), 0);
+	va_start(ap, f);
+	p = vstart_bm(f, R_STD, ap);
+	va_end(ap);
+	assert_int_equal(chdir(cwd), 0);
+	return finish_bm(f, &p);
+}
+
+/*
+ * 256 MiB (32 under emulation: a ramdisk, and TCG's minutes) of O_DIRECT writes in
+ * bursts of 100 ms, 1 s of quiet between them.
+ */
+static void test_io_dio_bursts(void **state)
+{
+	struct fx *f = *state;
+	const char *mib = getenv("BM_VM") ? "32" : "256";
+	double bytes, lo, hi, mpeak, mavg, W = 0.01, windows;
+	struct res *r;
+
+	r = run_in_io_dir(f, "--", wl("bm-io"), "dio", data, mib, "100", "1000", truth, NULL);
+	check_completed(f, r);
+	bytes = truth_of("bytes");
+	lo = truth_of("peak_window_lo");
+	hi = truth_of("peak_window_hi");
+	windows = jnum(r->o, "totals.windows");
+	mpeak = jnum(r->o, "peak.io_write_bytes_per_s") * W;
+	mavg = jnum(r->o, "average.io_write_bytes_per_s") * W;
+	integ_note("dio: %.0f bytes in %.0f windows; best window %.0f (truth %.0f..%.0f), mean %.0f",
+		   jnum(r->o, "totals.io_write_bytes"), windows, mpeak, lo, hi, mavg);
+	/* every byte, and no more than a few metadata blocks the file system adds */
+	assert_between(jnum(r->o, "totals.io_write_bytes"), bytes, bytes * 1.01);
+	assert_between(jnum(r->o, "totals.io_ops"), bytes / (256 * 1024), bytes / 4096);
+	assert_between(mpeak, lo * 0.9, hi * 1.1);
+	/* the mean over every window, as the truth's: and the bursts stand far above it */
+	assert_between(mavg, bytes / windows * 0.9, bytes / windows * 1.1);
+	assert_between(mpeak / mavg, lo / (bytes / windows) * 0.9, hi / (bytes / windows) * 1.1);
+	assert_true(mpeak / mavg > 3);
+	assert_true(jint(r->o, "meter.io_bios_by.blkcg") + jint(r->o, "meter.io_bios_by.submitter") +
+		    jint(r->o, "meter.io_bios_by.v1_twin") == jint(r->o, "totals.io_ops"));
+	assert_clean(f);
+}
+
+/* 64 MiB through the page cache, then fsync: dirtied, then written back by the task. */
+static void test_io_buffered_fsync(void **state)
+{
+	struct fx *f = *state;
+	struct res *r;
+	double bytes;
+
+	r = run_in_io_dir(f, "--", wl("bm-io"), "buffered", data, "64", truth, NULL);
+	check_completed(f, r);
+	bytes = truth_of("bytes");
+	integ_note("buffered: dirtied %.0f, written %.0f of %.0f (%s)",
+		   jnum(r->o, "totals.dirtied_bytes"), jnum(r->o, "totals.io_write_bytes"), bytes,
+		   jstr(r->o, "meter.io_attribution"));
+	assert_between(jnum(r->o, "totals.dirtied_bytes"), bytes, bytes * 1.05);
+	/* the flusher may take some first: where it is not attributed, the fsync had less to do */
+	assert_between(jnum(r->o, "totals.io_write_bytes"),
+		       strcmp(jstr(r->o, "meter.io_attribution"), "blkcg") ? bytes * 0.5 : bytes * 0.98,
+		       bytes * 1.05);
+	assert_true(jnum(r->o, "peak.dirty_bytes_per_s") > 0);
+	assert_clean(f);
+}
+
+/* 32 MiB written and synced here, its pages dropped in the effect, then read. */
+static void test_io_cold_read(void **state)
+{
+	struct fx *f = *state;
+	struct res *r;
+	double bytes;
+	char buf[65536];
+	int fd, i;
+
+	memset(buf, 7, sizeof(buf));
+	fd = open(data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	for (i = 0; i < 512; i++)
+		assert_int_equal(write(fd, buf, sizeof(buf)), sizeof(buf));
+	assert_int_equal(fsync(fd), 0);
+	close(fd);
+	r = run_in_io_dir(f, "--", wl("bm-io"), "read", data, truth, NULL);
+	check_completed(f, r);
+	bytes = truth_of("bytes");
+	assert_int_equal((long long)bytes, 32LL << 20);
+	integ_note("cold read: %.0f bytes read from the disk of %.0f", jnum(r->o, "totals.io_read_bytes"),
+		   bytes);
+	assert_between(jnum(r->o, "totals.io_read_bytes"), bytes * 0.98, bytes * 1.1);
+	assert_true(jnum(r->o, "peak.io_read_bytes_per_s") > 0);
+	assert_clean(f);
+}
+
+/* 48 MiB (24 under emulation) of O_DIRECT writes under --io-write-bps 16M (8M). */
+static void test_io_write_ceiling(void **state)
+{
+	struct fx *f = *state;
+	bool vm = getenv("BM_VM");
+	double ceiling = (vm ? 8 : 16) * MIB, rate, bytes, span;
+	struct res *r;
+
+	r = run_in_io_dir(f, "--io-write-bps", vm ? "8M" : "16M", "--", wl("bm-io"), "steady", data,
+			  vm ? "24" : "48", truth, NULL);
+	check_completed(f, r);
+	bytes = truth_of("bytes");
+	rate = truth_of("bytes_per_s");
+	span = (truth_of("last_ns") - truth_of("first_ns")) / 1e9;
+	integ_note("write ceiling %.0f: held at %.0f B/s by %s; the meter saw %.0f bytes (%s)", ceiling,
+		   rate, jstr(r->o, "enforcement.io_write_bps"), jnum(r->o, "totals.io_write_bytes"),
+		   jstr(r->o, "meter.io_attribution"));
+	assert_int_equal(jint(r->o, "limits.io_write_bps"), (long long)ceiling);
+	assert_non_null(strstr(jstr(r->o, "enforcement.io_write_bps"), "cgroup v"));
+	assert_between(rate, ceiling * 0.9, ceiling * 1.1);
+	/* the meter's rate over the same span: what the throttle let through, when it did */
+	assert_between(jnum(r->o, "totals.io_write_bytes"), bytes, bytes * 1.01);
+	assert_between(jnum(r->o, "totals.io_write_bytes") / span, ceiling * 0.9, ceiling * 1.15);
+	assert_clean(f);
+}
+
+/*
+ * The ladder's I/O rung: a policy whose io level is 128 MiB/s (16 under
+ * emulation) with a throttle step, and a writer of 512 MiB (64; over the
+ * first 64 MiB of its file again and again) that would go at the disk's
+ * speed. Truth: the ladder throttles (io.max or
+ * blkio.throttle at the level, the disks found without any I/O ceiling), so
+ * the writer's own rate stays within 1.5 times the level, where
+ * unthrottled it runs at the disk's hundreds of MB/s.
+ */
+static void test_io_ladder_throttles(void **state)
+{
+	struct fx *f = *state;
+	bool vm = getenv("BM_VM");
+	double level = (vm ? 16 : 128) * MIB, rate;
+	char pol[PATH_MAX + 16], line[128];
+	struct res *r;
+	json_t *a;
+	FILE *fp;
+
+	snprintf(pol, sizeof(pol), "%s/policy.yaml", io_dir);
+	fp = fopen(pol, "we");
+	assert_non_null(fp);
+	fprintf(fp, "defaults:\n  io: { soft: %s, hold_ms: 0, steps: [throttle] }\n", vm ? "16M" : "128M");
+	assert_int_equal(fclose(fp), 0);
+	r = run_in_io_dir(f, "--policy", pol, "--", wl("bm-io"), "steady", data,
+				      vm ? "64" : "512", truth, NULL);
+	unlink(pol);
+	check_completed(f, r);
+	rate = truth_of("bytes_per_s");
+	a = json_array_get(jget(r->o, "actions"), 0);
+	snprintf(line, sizeof(line), "%s", a ? json_string_value(json_object_get(a, "action")) : "none");
+	integ_note("io rung: first action %s (%s), writer at %.0f B/s against a level of %.0f; "
+		   "throttled %.2f s", line, a ? json_string_value(json_object_get(a, "reason")) : "-",
+		   rate, level, jnum(r->o, "throttled_seconds"));
+	assert_string_equal(line, "throttle");
+	assert_string_equal(json_string_value(json_object_get(a, "reason")), "io_ceiling");
+	assert_true(jnum(r->o, "throttled_seconds") > 0);
+	/* held at the level, but for the windows before the ladder looked */
+	assert_true(rate < 1.5 * level);
+	assert_clean(f);
+}
+
+/* 256 MiB touched under a 64 MiB ceiling: the memory controller's OOM killer takes it. */
+static void test_io_oom_victim(void **state)
+{
+	struct fx *f = *state;
+	struct res *r;
+	json_t *v;
+
+	r = run_bm(f, R_STD, "--memory", "64M", "--", wl("bm-memtouch"), "256", "100", NULL);
+	assert_non_null(r->o);
+	integ_note("oom: %s", json_dumps(jget(r->o, "oom"), JSON_COMPACT));
+	assert_string_equal(jstr(r->o, "termination.reason"), "memory_ceiling");
+	assert_true(jint(r->o, "oom.victims_total") >= 1);
+	v = json_array_get(jget(r->o, "oom.victims"), 0);
+	assert_non_null(v);
+	assert_string_equal(json_string_value(json_object_get(v, "command")), "bm-memtouch");
+	assert_true(json_integer_value(json_object_get(v, "pid")) > 1);
+	/* it held what the ceiling allowed (its anonymous pages) and its binary: resident, not mapped */
+	assert_between((double)json_integer_value(json_object_get(v, "rss_bytes")) / MIB, 16, 72);
+	assert_true(json_integer_value(json_object_get(v, "total_vm_bytes")) >= 256LL << 20);
+	assert_string_equal(jstr(r->o, "oom.limit"), "memory_ceiling");
+	assert_true(jint(r->o, "oom.memory_events.oom_kill") >= 1);
+	assert_clean(f);
+}
+
+static int agent_setup(void **state)
+{
+	int err = agent_fx_setup(state, "io", "bmit-io");
+
+	if (!err && io_dirs(state)) {
+		agent_fx_teardown(state);
+		return -1;
+	}
+	return err;
+}
+
+static int agent_teardown(void **state)
+{
+	io_dirs_remove();
+	return agent_fx_teardown(state);
+}
+
+/*
+ * 64 MiB into /tmp under max_ephemeral_storage 16Mi: the tmpfs refuses
+ * the rest (ENOSPC), the writer waits for room, and the agent, which
+ * looks at the tmpfs every 20 ms, ends the effect with storage_ceiling.
+ */
+static void test_io_storage_ceiling(void **state)
+{
+	json_t *req, *e = NULL;
+	double peak;
+
+	agent_start_cfg("", "max_running: 4\nadmit_cpu_pressure: 100\nadmit_mem_available: 0\n");
+	req = launch_req("fill", "bm-io", "fill", "/tmp", "64", "/tmp/truth", NULL);
+	json_object_set_new(req, "sandbox", json_pack("{s:s}", "max_ephemeral_storage", "16Mi"));
+	assert_int_equal(call("POST", "/v1/effects", req, &e), 201);
+	json_decref(e);
+	e = wait_final("fill", 30000);
+	peak = jnum(e, "outcome.storage.peak_bytes");
+	integ_note("storage: %s (%s) after %.2f s, peak %.0f of %.0f; advice: %s", jstr(e, "state"),
+		   jstr(e, "outcome.termination.reason"), jnum(e, "outcome.wall_seconds"), peak,
+		   jnum(e, "outcome.limits.ephemeral_storage_bytes"), jstr(e, "outcome.retry.advice"));
+	assert_string_equal(jstr(e, "state"), "killed");
+	assert_string_equal(jstr(e, "outcome.termination.reason"), "storage_ceiling");
+	assert_int_equal(jint(e, "outcome.limits.ephemeral_storage_bytes"), 16LL << 20);
+	assert_string_equal(jstr(e, "outcome.storage.where"), "/tmp");
+	/* full: what it wrote, and the truth file beside it */
+	assert_between(peak, 15 * MIB, 16 * MIB);
+	assert_false(json_is_true(jget(e, "outcome.retry.eligible")));
+	assert_non_null(strstr(jstr(e, "outcome.retry.advice"), "max_ephemeral_storage"));
+	/* it was ended, not left to wait 10 s for room */
+	assert_true(jnum(e, "outcome.wall_seconds") < 5);
+	assert_non_null(strstr(jstr(e, "outcome.enforcement.ephemeral_storage"), "tmpfs"));
+	json_decref(e);
+	agent_fx_finish(state);
+}
+
+int main(void)
+{
+	struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_io_dio_bursts, io_setup, io_teardown),
+		cmocka_unit_test_setup_teardown(test_io_buffered_fsync, io_setup, io_teardown),
+		cmocka_unit_test_setup_teardown(test_io_cold_read, io_setup, io_teardown),
+		cmocka_unit_test_setup_teardown(test_io_write_ceiling, io_setup, io_teardown),
+		cmocka_unit_test_setup_teardown(test_io_ladder_throttles, io_setup, io_teardown),
+		cmocka_unit_test_setup_teardown(test_io_oom_victim, io_setup, io_teardown),
+		cmocka_unit_test_setup_teardown(test_io_storage_ceiling, agent_setup, agent_teardown),
+	};
+	size_t n;
+	int rc = runner_init("test_io");
+
+	if (rc)
+		return rc;
+	/* the runs start in io_dir: the binary and the workloads by absolute paths */
+	bm_bin = realpath(bm_bin, NULL);
+	wl_dir = realpath(getenv("BM_WORKLOADS") && *getenv("BM_WORKLOADS") ? getenv("BM_WORKLOADS")
+									 : "build/workloads", NULL);
+	if (!bm_bin || !wl_dir || setenv("BM_WORKLOADS", wl_dir, 1)) {
+		fprintf(stderr, "test_io: cannot resolve the binary and the workloads: %s\n",
+			strerror(errno));
+		return 1;
+	}
+	n = integ_filter(tests, sizeof(tests) / sizeof(tests[0]));
+	return _cmocka_run_group_tests("io", tests, n, NULL, NULL);
+}
