@@ -19,6 +19,9 @@ shift
 suites=${*:-unit san podspec fuzz integration harness deploy vm}
 failed=0
 summary=""
+# the integration tests run what this build made, not build/'s (make test O=...)
+BM_BIN=${BM_BIN:-$O/burstmeter} BM_WORKLOADS=${BM_WORKLOADS:-$O/workloads}
+export BM_BIN BM_WORKLOADS
 
 # run_dir LABEL DIR [WRAPPER]: every test_* binary in DIR, TAP output counted
 run_dir() {

@@ -518,9 +518,9 @@ void bm_sup__tick(struct bm_sup *s)
 			s->storage_at = now + STORAGE_POLL_NS;
 		}
 		next = s->storage_at < next ? s->storage_at : next;
-	}
-	else if (s->phase == BM_SUP_LEFTOVERS || s->phase == BM_SUP_DRAINING)
+	} else if (s->phase == BM_SUP_LEFTOVERS || s->phase == BM_SUP_DRAINING) {
 		next = advance_phase(s, now);
+	}
 	if (s->phase != BM_SUP_DONE)
 		arm_timer(s, next);
 }
