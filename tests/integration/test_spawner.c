@@ -59,7 +59,7 @@ static int teardown(void **state)
 {
 	struct sfx *f = *state;
 	char path[128];
-	int i;
+	int i, ret = 0;
 
 	if (!f)
 		return 0;
@@ -76,13 +76,18 @@ static int teardown(void **state)
 		for (i = 1; i <= N_LAUNCH; i++) {
 			status_path(f, i, path, sizeof(path));
 			unlink(path);
+			/* and the shim's own, beside it (BM_SHIM_PID_SUFFIX) */
+			strncat(path, BM_SHIM_PID_SUFFIX, sizeof(path) - strlen(path) - 1);
+			unlink(path);
 		}
-		if (rmdir(f->dir))
+		if (rmdir(f->dir)) {
 			print_error("cannot remove %s: %s\n", f->dir, strerror(errno));
+			ret = -1;
+		}
 	}
 	free(f);
 	*state = NULL;
-	return 0;
+	return ret;
 }
 
 /* The fixture in *state (teardown() undoes it): a status dir, and the cgroup bmtest.PID.SUFFIX. */

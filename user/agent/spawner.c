@@ -169,27 +169,77 @@ static void close_all_but(int fd)
 }
 
 /*
- * A ready shim: forked ahead (and exec'd, see make_ready()), it waits on
- * sock for one request (the agent's message, forwarded as it came), unpacks
- * it, and becomes the effect's shim, reporting on sock (bm_effect_shim_main()).
+ * A request as it came on sock: q, its fds (*nfds of them), and what they
+ * hold unpacked (join slots, stdio, the strings). 0, -errno for one that
+ * is wrong, or 1 at EOF or a short message (there is nobody to tell).
+ */
+static int take_request(int sock, struct sp_req *q, int *fds, int *nfds, int *join,
+			const char **status_path, char ***argv)
+{
+	int k = 2, i, err;
+	char *buf;
+	ssize_t n;
+
+	n = recv_fds(sock, q, sizeof(*q), fds, nfds);
+	if (n != sizeof(*q))
+		return 1;
+	if (q->n_join > SP_MAX_JOIN || *nfds < 2 || q->len > SP_MAX_LEN)
+		return -EINVAL;
+	buf = malloc(q->len + 1);
+	if (!buf || pread(fds[0], buf, q->len, 0) != (ssize_t)q->len)
+		return -ENOMEM;
+	buf[q->len] = '\0';
+	err = unpack(q, buf, status_path, argv);
+	for (i = 0; i < (int)q->n_join; i++)
+		join[i] = q->fd_bits & (1u << i) && k < *nfds ? fds[k++] : -1;
+	for (i = 0; i < 3; i++)
+		q->x.stdio[i] = q->fd_bits & (1u << (SP_MAX_JOIN + i)) && k < *nfds ? fds[k++] : -1;
+	return err ?: k != *nfds ? -EINVAL : 0;
+}
+
+/*
+ * The init a ready shim made ahead (bm_effect_warm()): the request comes
+ * to it too, forwarded by the shim as it came; it starts the command on
+ * the shim's go, or ends (EOF, or a command without a PID namespace).
+ */
+static void warm_init_main(struct bm_warm *w)
+{
+	int fds[SP_MAX_FDS], join[SP_MAX_JOIN], nfds;
+	const char *status_path = NULL;
+	char **argv = NULL;
+	struct sp_req q;
+
+	if (take_request(w->chan, &q, fds, &nfds, join, &status_path, &argv) || !q.has_x ||
+	    !q.x.pid_ns)
+		_exit(0);
+	close(fds[0]);
+	bm_effect_warm_init(w, fds[1], join, (int)q.n_join, argv, &q.x);
+}
+
+/*
+ * A ready shim: forked ahead (and exec'd, see make_ready()), it makes the
+ * namespaces of its command ahead too (bm_effect_warm()), waits on sock for
+ * one request (the agent's message, forwarded as it came), unpacks it, and
+ * becomes the effect's shim, reporting on sock (bm_effect_shim_main()).
  */
 void bm_spawner__ready_main(int sock)
 {
 	struct bm_shim_report r = { -EINVAL, 0 };
-	int fds[SP_MAX_FDS], join[SP_MAX_JOIN], nfds, k = 2, i, err;
-	char *buf = NULL, **argv = NULL;
+	int fds[SP_MAX_FDS], join[SP_MAX_JOIN], nfds, warm;
 	const char *status_path = NULL;
+	char **argv = NULL;
+	struct bm_warm w;
 	struct sp_req q;
 	sigset_t none;
 	pid_t ppid;
-	ssize_t n;
 
 	close_all_but(sock);
 	/*
 	 * Until the shim has said who it is (its .pid file, written before the
 	 * command can run), it dies with the spawner, which dies with the agent:
 	 * a launch an agent killed mid-way sent either runs, and is found, or
-	 * never runs, and is run by the next agent; never both.
+	 * never runs, and is run by the next agent; never both. Its init waits
+	 * for the go the shim gives once it has said so, and ends with it.
 	 */
 	ppid = getppid();
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != ppid)
@@ -197,26 +247,22 @@ void bm_spawner__ready_main(int sock)
 	signal(SIGCHLD, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	n = recv_fds(sock, &q, sizeof(q), fds, &nfds);
-	if (n != sizeof(q))
-		_exit(1);
-	if (q.n_join > SP_MAX_JOIN || nfds < 2 || q.len > SP_MAX_LEN)
-		goto fail;
-	buf = malloc(q.len + 1);
-	if (!buf || pread(fds[0], buf, q.len, 0) != (ssize_t)q.len)
-		goto fail;
-	buf[q.len] = '\0';
-	err = unpack(&q, buf, &status_path, &argv);
-	for (i = 0; i < (int)q.n_join; i++)
-		join[i] = q.fd_bits & (1u << i) && k < nfds ? fds[k++] : -1;
-	for (i = 0; i < 3; i++)
-		q.x.stdio[i] = q.fd_bits & (1u << (SP_MAX_JOIN + i)) && k < nfds ? fds[k++] : -1;
-	if (err || k != nfds) {
-		r.ret = err ?: -EINVAL;
-		goto fail;
+	warm = bm_effect_warm(&w);
+	if (warm == 0) {
+		close(sock);
+		warm_init_main(&w);
 	}
+	r.ret = take_request(sock, &q, fds, &nfds, join, &status_path, &argv);
+	if (r.ret > 0)
+		_exit(1);
+	if (r.ret)
+		goto fail;
+	/* the same message to the init, which unpacks it while we say who we are */
+	if (warm > 0 && send_fds(w.chan, &q, sizeof(q), fds, nfds, 0))
+		bm_effect_warm_drop(&w);
 	close(fds[0]);
-	bm_effect_shim_main(fds[1], join, (int)q.n_join, argv, q.has_x ? &q.x : NULL, status_path, sock);
+	bm_effect_shim_main(fds[1], join, (int)q.n_join, argv, q.has_x ? &q.x : NULL, status_path, sock,
+			    warm > 0 ? &w : NULL);
 fail:
 	if (write(sock, &r, sizeof(r)) < 0)
 		_exit(1);

@@ -443,6 +443,103 @@ int bm_effect_spawn_ex(int cgroup_fd, const int *join_fds, int n_join, char *con
 	return spawn(cgroup_fd, join_fds, n_join, argv, x, -1, child, NULL);
 }
 
+int bm_effect_warm(struct bm_warm *w)
+{
+	int chan[2], st[2];
+	long pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) < 0)
+		return -errno;
+	if (pipe2(st, O_CLOEXEC) < 0) {
+		close(chan[0]);
+		close(chan[1]);
+		return -errno;
+	}
+	pid = bm_clone_into(-1, CLONE_NEWPID | CLONE_NEWNS, &w->pidfd);
+	if (pid == 0) {
+		close(chan[0]);
+		close(st[0]);
+		*w = (struct bm_warm){ 0, -1, chan[1], st[1] };
+		prctl(PR_SET_NAME, "bm-init");
+		/* as bm_ns_mount() begins: nothing mounted here goes back to the host */
+		(void)mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+		return 0;
+	}
+	close(chan[1]);
+	close(st[1]);
+	if (pid < 0) {
+		close(chan[0]);
+		close(st[0]);
+		return -errno;
+	}
+	w->init = (pid_t)pid;
+	w->chan = chan[0];
+	w->st = st[0];
+	return 1;
+}
+
+void bm_effect_warm_init(struct bm_warm *w, int cgroup_fd, const int *join_fds, int n_join,
+			 char *const argv[], const struct bm_exec *x)
+{
+	char go;
+	ssize_t n;
+
+	do
+		n = read(w->chan, &go, 1);
+	while (n < 0 && errno == EINTR);
+	/* EOF: the shim ended, or started the command without us */
+	if (n != 1)
+		_exit(0);
+	if (x->new_netns && unshare(CLONE_NEWNET) < 0) {
+		report(w->chan, 1, errno);
+		_exit(127);
+	}
+	init_main(cgroup_fd, join_fds, n_join, argv, x, w->chan, w->st, -1);
+	_exit(127);
+}
+
+void bm_effect_warm_drop(struct bm_warm *w)
+{
+	if (w->init <= 0)
+		return;
+	close(w->chan);
+	close(w->st);
+	/* it reads EOF and ends at once */
+	waitpid(w->init, NULL, 0);
+	close(w->pidfd);
+	w->init = 0;
+}
+
+int bm_effect_spawn_warm(struct bm_warm *w, int cgroup_fd, const int *join_fds, int n_join,
+			 char *const argv[], const struct bm_exec *x, struct bm_child *child)
+{
+	int cmd_fd = -1, ret;
+
+	if (!w || w->init <= 0 || !x || !x->pid_ns) {
+		if (w)
+			bm_effect_warm_drop(w);
+		return bm_effect_spawn_ex(cgroup_fd, join_fds, n_join, argv, x, child);
+	}
+	ret = write(w->chan, "g", 1) == 1 ? collect(w->chan, &cmd_fd, false) : -errno;
+	close(w->chan);
+	close(w->pidfd);
+	if (ret) {
+		/* the init, having reaped a command that never ran, ends too */
+		close(w->st);
+		if (cmd_fd >= 0)
+			close(cmd_fd);
+		waitpid(w->init, NULL, 0);
+		w->init = 0;
+		return ret;
+	}
+	/* as spawn(): the init outlives the command, to reap what it left */
+	child->pidfd = cmd_fd;
+	child->pid = cmd_fd >= 0 ? pidfd_pid(cmd_fd) : 0;
+	child->status_fd = w->st;
+	w->init = 0;
+	return 0;
+}
+
 int bm_effect_spawn_held(int cgroup_fd, char *const argv[], const struct bm_exec *x,
 			 struct bm_child *child, struct bm_held *h)
 {

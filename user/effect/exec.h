@@ -82,6 +82,36 @@ int bm_effect_spawn_ex(int cgroup_fd, const int *join_fds, int n_join, char *con
 		       const struct bm_exec *x, struct bm_child *child);
 
 /*
+ * A PID and mount namespace made before its command is known: the clone of
+ * the init is the dearest step of a launch with x->pid_ns, so a ready shim
+ * makes one while it waits for its request. bm_effect_warm() returns 1 in
+ * the caller (w filled), 0 in the init, or -errno. The init takes its
+ * command from w->chan (the caller sends it there, see spawner.c) and goes
+ * on with bm_effect_warm_init(); EOF on w->chan ends it, before or after.
+ */
+struct bm_warm {
+	pid_t init;	/* the caller's child; 0 in the init itself */
+	int pidfd;	/* the init's (caller) */
+	int chan;	/* caller <-> init: the request, its go, the init's reports */
+	int st;		/* the command's wait status: read end (caller), write end (init) */
+};
+int bm_effect_warm(struct bm_warm *w);
+/*
+ * In the init, with its command: wait for bm_effect_spawn_warm()'s go, then
+ * start it as bm_effect_spawn_ex() would from there. Never returns.
+ */
+void bm_effect_warm_init(struct bm_warm *w, int cgroup_fd, const int *join_fds, int n_join,
+			 char *const argv[], const struct bm_exec *x) __attribute__((noreturn));
+/*
+ * In the caller: bm_effect_spawn_ex() on the namespace made ahead when x
+ * asks for one (x->pid_ns), else after w is dropped; w is used up either way.
+ */
+int bm_effect_spawn_warm(struct bm_warm *w, int cgroup_fd, const int *join_fds, int n_join,
+			 char *const argv[], const struct bm_exec *x, struct bm_child *child);
+/* Not used: its init ends (EOF) and is reaped. */
+void bm_effect_warm_drop(struct bm_warm *w);
+
+/*
  * Attach mode (the command is the caller's; the agent moves it into its
  * effect's cgroup, or it is born there: cgroup_fd, -1 where we are):
  * start it as bm_effect_spawn_ex() does, with its namespaces made, but
@@ -124,17 +154,18 @@ int bm_effect_shim(int cgroup_fd, const int *join_fds, int n_join, char *const a
 		   const struct bm_exec *x, const char *status_path, struct bm_child *shim,
 		   pid_t *effect_pid);
 /*
- * The shim itself, in the child of a fork: spawns the command, writes a
- * struct bm_shim_report to report_fd (then closes it), waits, writes the
- * status file and exits. Never returns.
+ * The shim itself, in the child of a fork: spawns the command (on warm,
+ * its namespace made ahead, if not NULL), writes a struct bm_shim_report
+ * to report_fd (then closes it), waits, writes the status file and exits.
+ * Never returns.
  */
 struct bm_shim_report {
 	int ret;	/* as bm_effect_spawn_ex() */
 	pid_t pid;	/* the command's */
 };
 void bm_effect_shim_main(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
-			 const struct bm_exec *x, const char *status_path, int report_fd)
-	__attribute__((noreturn));
+			 const struct bm_exec *x, const char *status_path, int report_fd,
+			 struct bm_warm *warm) __attribute__((noreturn));
 /* The shim's own pid and start time, beside its status file, written before the command runs. */
 #define BM_SHIM_PID_SUFFIX ".pid"
 int bm_effect_shim_pid(const char *status_path, pid_t *pid, uint64_t *start);

@@ -57,12 +57,13 @@ static void write_whole(const char *path, const char *suffix, const char *line)
 }
 
 void bm_effect_shim_main(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
-			 const struct bm_exec *x, const char *status_path, int report_fd)
+			 const struct bm_exec *x, const char *status_path, int report_fd,
+			 struct bm_warm *warm)
 {
 	struct bm_shim_report r = { 0, 0 };
 	struct bm_child c = { 0, -1, -1 };
 	char line[64];
-	int keep[8], nk = 0, i, status = 0;
+	int keep[11], nk = 0, i, status = 0;
 
 	setsid();
 	/* its own name in ps and top, not its parent's ("burstmeter", "bm-spawner") */
@@ -78,6 +79,11 @@ void bm_effect_shim_main(int cgroup_fd, const int *join_fds, int n_join, char *c
 		keep[nk++] = join_fds[i];
 	for (i = 0; x && i < 3 && nk < 8; i++)
 		keep[nk++] = x->stdio[i];
+	if (warm && warm->init > 0) {
+		keep[nk++] = warm->chan;
+		keep[nk++] = warm->st;
+		keep[nk++] = warm->pidfd;
+	}
 	shim_close_fds(keep, nk);
 	/* who we are, before the command can run: an agent killed now finds us, not a second run */
 	snprintf(line, sizeof(line), "P %d %llu\n", (int)getpid(),
@@ -85,7 +91,7 @@ void bm_effect_shim_main(int cgroup_fd, const int *join_fds, int n_join, char *c
 	write_whole(status_path, BM_SHIM_PID_SUFFIX, line);
 	/* found from now on: it outlives the agent and the spawner */
 	(void)prctl(PR_SET_PDEATHSIG, 0);
-	r.ret = bm_effect_spawn_ex(cgroup_fd, join_fds, n_join, argv, x, &c);
+	r.ret = bm_effect_spawn_warm(warm, cgroup_fd, join_fds, n_join, argv, x, &c);
 	r.pid = c.pid;
 	if (write(report_fd, &r, sizeof(r)) != sizeof(r) || r.ret)
 		_exit(1);
@@ -117,7 +123,7 @@ int bm_effect_shim(int cgroup_fd, const int *join_fds, int n_join, char *const a
 	}
 	if (!pid) {
 		close(pipefd[0]);
-		bm_effect_shim_main(cgroup_fd, join_fds, n_join, argv, x, status_path, pipefd[1]);
+		bm_effect_shim_main(cgroup_fd, join_fds, n_join, argv, x, status_path, pipefd[1], NULL);
 	}
 	close(pipefd[1]);
 	do
