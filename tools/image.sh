@@ -23,7 +23,8 @@ mkdir -p "$root/usr/local/bin" "$root/etc/burstmeter" "$root/run/burstmeter" "$r
 	"$root/sys/fs/bpf" "$root/proc" "$root/dev"
 install -m 0755 "$bin" "$O/bm-agent" "$O/bm-shim" "$root/usr/local/bin/"
 # every library at the path the loader looks for it, symlinks resolved (no /lib -> usr/lib here)
-for lib in $(ldd "$bin" "$O/bm-agent" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+# (ldd heads each file's list with "FILE:": not a library)
+for lib in $(ldd "$bin" "$O/bm-agent" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $1 !~ /:$/ { print $1 }' | sort -u); do
 	mkdir -p "$root$(dirname "$lib")"
 	cp -L "$lib" "$root$lib"
 done

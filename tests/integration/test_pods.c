@@ -462,7 +462,12 @@ static void test_pod_memory_bounds_its_calls(void **state)
 	assert_string_equal(jstr(o, "pod.uid"), pods[1].uid);
 	if (bounded) {
 		assert_int_equal(code, 128 + SIGKILL);
-		assert_true(jnum(o, "peak.memory_bytes") <= 64 * MIB);
+		/*
+		 * the resident set, bounded by the pod's 64 MiB: give or take pages it
+		 * maps but another cgroup was charged for (its binary, libc, shared
+		 * memory touched first elsewhere: 1.1 MiB of shmem on 6.1)
+		 */
+		assert_true(jnum(o, "peak.memory_bytes") <= 66 * MIB);
 		FMT(ev, "%s/memory.events", dir);
 		oom = strstr(slurp(ev), "oom_kill ");
 		assert_non_null(oom);

@@ -56,7 +56,7 @@ cp -rp "$repo/tools/policies" "$payload/policies"
 # The guest kills a test that would outlast the VM, so the others still report. Its
 # budget: VM_TIMEOUT less a margin for boot and poweroff, as seconds of guest uptime
 # and as a host epoch deadline from now (which also covers vm.sh's setup and the boot).
-vm_timeout=${VM_TIMEOUT:-480}
+vm_timeout=${VM_TIMEOUT:-900}
 margin=$((vm_timeout > 60 ? 12 : vm_timeout / 5))
 echo "$((vm_timeout - margin)) $(($(date +%s) + vm_timeout - margin))" >"$payload/vm-budget"
 

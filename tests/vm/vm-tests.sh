@@ -34,6 +34,10 @@ vm_filter() {
 		# starts each, take minutes under TCG; the host runs it
 		echo 'test_spawner_*'
 		;;
+	test_budgets)
+		# promtool checks the fleet rules: the guest has no promtool (the host runs it)
+		echo 'test_budgets_fleet_rules_promtool'
+		;;
 	test_views)
 		# top in tmux: the VM has no tmux (the plain --once/--json views still run)
 		echo 'test_top_tmux*'

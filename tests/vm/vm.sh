@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Boot Debian's 6.1 cloud kernel under qemu (TCG) with a busybox initramfs and run
 # PAYLOAD_DIR/vm-tests.sh inside it: a second, older kernel for the BPF programs.
-# Usage: tests/vm/vm.sh BUILD_DIR PAYLOAD_DIR   (env: VM_TIMEOUT seconds, default 300)
+# Usage: tests/vm/vm.sh BUILD_DIR PAYLOAD_DIR   (env: VM_TIMEOUT seconds, default 900)
 # Exit status: the payload's, 1 if the VM never reported one, 2 on bad usage.
 set -euo pipefail
 
@@ -14,7 +14,7 @@ payload=$(cd "$2" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 out=$1/vm
 cache=$out/cache
-timeout_s=${VM_TIMEOUT:-480}
+timeout_s=${VM_TIMEOUT:-900}
 mkdir -p "$cache"
 
 tmp=$(mktemp -d)
