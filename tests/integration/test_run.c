@@ -295,7 +295,8 @@ static void test_run_deadline(void **state)
 	assert_string_equal(jstr(r->o, "termination.reason"), "deadline");
 	assert_between(jnum(r->o, "wall_seconds"), 1.0, 1.5);
 	assert_between(jnum(r->o, "limits.timeout_seconds"), 1.0, 1.0);
-	assert_true(r->elapsed_s < 5);
+	/* sleep 10 did not run on (the rest is the meter's load: seconds under emulation) */
+	assert_true(r->elapsed_s < 10);
 	assert_false(json_is_true(jget(r->o, "retry.eligible")));
 	check_metered(f, r->o, 10);
 	assert_clean(f);
@@ -334,8 +335,10 @@ static void test_run_sigterm_cancels(void **state)
 	assert_int_equal(kill(p.pid, SIGTERM), 0);
 	r = finish_bm(f, &p);
 	assert_int_equal(r->status, 143);
-	assert_true(r->elapsed_s < 5);
+	/* sleep 10 ended at the signal, not at its end */
+	assert_true(r->elapsed_s < 10);
 	assert_non_null(r->o);
+	assert_true(jnum(r->o, "wall_seconds") < 3);
 	assert_string_equal(jstr(r->o, "termination.reason"), "cancelled");
 	assert_int_equal(jint(r->o, "exit.signal"), 15);
 	assert_clean(f);
