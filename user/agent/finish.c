@@ -109,6 +109,7 @@ static void release(struct ag_effect *e)
 	bm_request_free(&e->req);
 	bm_series_free(&e->series);
 	free(e->unstored);
+	free(e->status_path);
 	free(e->pod);
 	free(e);
 }
@@ -294,7 +295,7 @@ void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
 	if (e->shim.pidfd >= 0)
 		close(e->shim.pidfd);
 	e->shim.pidfd = -1;
-	if (e->status_path[0]) {
+	if (e->status_path) {
 		char pid_file[PATH_MAX + 8];
 
 		snprintf(pid_file, sizeof(pid_file), "%s" BM_SHIM_PID_SUFFIX, e->status_path);
