@@ -522,6 +522,7 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 	(void)ag_index_add(a, e);
 	ag_queue_add(a, e);
 	a->eff[a->n_eff++] = e;
+	e->eff_i = a->n_eff;
 	ag_schedule(a);
 	/* an effect that could not start has ended already: it is in the store, not here */
 	*out = ag_find(a, tenant, row.id);

@@ -157,6 +157,7 @@ static int adopt_row(const struct bm_effect_row *row, void *ctx)
 		return -ENOMEM;
 	}
 	a->eff[a->n_eff++] = e;
+	e->eff_i = a->n_eff;
 	c->n++;
 	/* the store is being walked: ending it (a store write) waits until the walk is done */
 	e->adopt_cancel = row->cancel_ms != 0;
