@@ -101,9 +101,10 @@ int bm_store__finish(struct bm_store *st, const char *tenant, const char *id, co
 		     enum bm_state final, int64_t at_ms);
 /*
  * One transaction for several writes (outcomes: a commit each was a third
- * of the agent's work when thousands of effects ended at once). After a
- * write in it fails, or the commit does, nothing of it is stored: roll back
- * and write them again one by one. 0 or -errno; rollback is a no-op outside one.
+ * of the agent's work when thousands of effects ended at once). When a
+ * write in it fails, roll back and write them again one by one; a failed
+ * commit rolls back itself (nothing of it stored). 0 or -errno; rollback
+ * is a no-op outside a transaction.
  */
 int bm_store__begin(struct bm_store *st);
 int bm_store__commit(struct bm_store *st);
