@@ -161,7 +161,7 @@ static void test_ceiling_v2_delegable_writes_controllers(void **state)
 	assert_int_equal(f.c.v2_dirfd, f.cg.dirfd);
 	/* a v2 host makes no v1 twins */
 	for (v = 0; v < BM_V1__MAX; v++) {
-		assert_string_equal(f.c.v1_dir[v], "");
+		assert_null(f.c.v1_dir[v]);
 		assert_int_equal(f.c.join_fd[v], -1);
 	}
 	assert_int_equal(fake_n_made, 0);
@@ -352,7 +352,7 @@ static void test_ceiling_hybrid_twins_under_our_cgroups(void **state)
 	for (v = 0; v < BM_V1__MAX; v++) {
 		assert_false(exists(f.twin[v]));
 		assert_int_equal(f.c.join_fd[v], -1);
-		assert_string_equal(f.c.v1_dir[v], "");
+		assert_null(f.c.v1_dir[v]);
 	}
 	assert_int_equal(f.c.v1_cpu_dirfd, -1);
 	assert_int_equal(f.c.v1_mem_dirfd, -1);
@@ -438,7 +438,7 @@ static void test_ceiling_existing_twin_is_not_taken(void **state)
 	limits(0, 64 * MIB, 0);
 	assert_int_equal(apply(false), 0);
 	assert_mech(BM_P_MEM, "meter", false);
-	assert_string_equal(f.c.v1_dir[BM_V1_MEMORY], "");
+	assert_null(f.c.v1_dir[BM_V1_MEMORY]);
 	bm_ceilings_release(&f.c);
 	f.applied = false;
 	assert_int_equal(fake_n_removed, 0);
@@ -551,7 +551,7 @@ static void test_ceiling_adopt_finds_twins(void **state)
 	f.applied = true;
 	assert_string_equal(f.c.v1_dir[BM_V1_MEMORY], f.twin[BM_V1_MEMORY]);
 	assert_string_equal(f.c.v1_dir[BM_V1_CPU], f.twin[BM_V1_CPU]);
-	assert_string_equal(f.c.v1_dir[BM_V1_PIDS], "");
+	assert_null(f.c.v1_dir[BM_V1_PIDS]);
 	for (v = 0; v < BM_V1__MAX; v++)
 		assert_int_equal(f.c.join_fd[v], -1);
 	bm_ceilings_events(&f.c, &ooms, &refused);
@@ -568,7 +568,7 @@ static void test_ceiling_adopt_finds_twins(void **state)
 	assert_int_equal(fake_make_dir(f.twin[BM_V1_MEMORY], 0755), 0);
 	f.env.mode = BM_CG_V2;
 	bm_ceilings_adopt(&f.env, &f.cg, NAME, &f.c);
-	assert_string_equal(f.c.v1_dir[BM_V1_MEMORY], "");
+	assert_null(f.c.v1_dir[BM_V1_MEMORY]);
 	assert_int_equal(f.c.v1_mem_dirfd, -1);
 }
 

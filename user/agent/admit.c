@@ -100,7 +100,7 @@ static int launch(struct bm_agent *a, struct ag_effect *e)
 	int n, log_fd, null_fd, ret;
 	pid_t pid = 0;
 
-	ret = ag_effect_files(a, e->tenant, e->req.id, e->status_path, log);
+	ret = ag_effect_status(a, e, log);
 	if (ret)
 		return ret;
 	/* where it runs, before anything can: a restart adopts it (shim.c), never runs it twice */
@@ -166,7 +166,8 @@ static int attach(struct bm_agent *a, struct ag_effect *e)
 	/* not our child: its exit is seen, its status is the caller's */
 	e->shim.pidfd = (int)syscall(SYS_pidfd_open, e->req.attach_pid, 0);
 	e->sup.child.pid = e->req.attach_pid;
-	e->status_path[0] = '\0';
+	free(e->status_path);
+	e->status_path = NULL;
 	return e->shim.pidfd < 0 ? -errno : 0;
 }
 
@@ -521,6 +522,7 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 	(void)ag_index_add(a, e);
 	ag_queue_add(a, e);
 	a->eff[a->n_eff++] = e;
+	e->eff_i = a->n_eff;
 	ag_schedule(a);
 	/* an effect that could not start has ended already: it is in the store, not here */
 	*out = ag_find(a, tenant, row.id);

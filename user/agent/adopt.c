@@ -52,7 +52,7 @@ static int find_teller(struct ag_effect *e, const struct bm_effect_row *row)
 
 	if (e->req.mode == BM_REQ_ATTACH)
 		return same_process(pid, start, row->uid) ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
-	if (!pid && bm_effect_shim_pid(e->status_path, &pid, &start))
+	if (!pid && (!e->status_path || bm_effect_shim_pid(e->status_path, &pid, &start)))
 		return -ENOENT;
 	return same_process(pid, start, 0) ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
 }
@@ -78,7 +78,7 @@ static void adopt_running(struct bm_agent *a, struct ag_effect *e, const struct 
 	struct bm_sup_opts so;
 	int status = -1, fd;
 
-	(void)ag_effect_files(a, e->tenant, e->req.id, e->status_path, NULL);
+	(void)ag_effect_status(a, e, NULL);
 	fd = find_teller(e, row);
 	if (fd == -ENOENT)
 		return requeue(a, e, row);
@@ -111,7 +111,7 @@ static void adopt_running(struct bm_agent *a, struct ag_effect *e, const struct 
 		e->exit_wait_ns = bm_now_ns() + AG_EXIT_WAIT_NS;
 		return;
 	}
-	if (bm_effect_shim_status(e->status_path, &status))
+	if (!e->status_path || bm_effect_shim_status(e->status_path, &status))
 		status = -1;
 	bm_sup__exited(&e->sup, status);
 }
@@ -157,6 +157,7 @@ static int adopt_row(const struct bm_effect_row *row, void *ctx)
 		return -ENOMEM;
 	}
 	a->eff[a->n_eff++] = e;
+	e->eff_i = a->n_eff;
 	c->n++;
 	/* the store is being walked: ending it (a store write) waits until the walk is done */
 	e->adopt_cancel = row->cancel_ms != 0;
@@ -323,7 +324,7 @@ static void sweep(struct bm_agent *a)
 			continue;
 		/* an adopted effect's status file, or the shim's .tmp of it */
 		for (i = 0; i < a->n_eff && !keep; i++) {
-			len = strlen(a->eff[i]->status_path);
+			len = a->eff[i]->status_path ? strlen(a->eff[i]->status_path) : 0;
 			keep = len && !strncmp(file, a->eff[i]->status_path, len) &&
 			       (!file[len] || !strcmp(file + len, ".tmp") ||
 				!strcmp(file + len, BM_SHIM_PID_SUFFIX) ||

@@ -119,6 +119,7 @@ static void run_timers(struct bm_agent *a)
 		/* out of the heap while it runs: moving its timers puts it back */
 		ag_heap_pop(a);
 	}
+	ag_finish_begin(a);
 	for (i = 0; i < n; i++) {
 		e = ag_find_seq(a, due[i]);
 		if (!e)
@@ -128,6 +129,8 @@ static void run_timers(struct bm_agent *a)
 		if (e->sup.timer_at <= now)
 			on_effect_timer(a, e);	/* may free e */
 	}
+	/* the slice's outcomes in one transaction */
+	ag_finish_end(a);
 }
 
 /* Arm the one timer at the earliest of the effects' (no syscall if it did not move). */

@@ -15,6 +15,15 @@ void ag_track_ladder(struct bm_agent *a, struct ag_effect *e);
  * end made room for starts once the current event is handled.
  */
 void ag_finish_effect(struct bm_agent *a, struct ag_effect *e);
+/*
+ * A batch of ends (a slice of timers): the outcomes of ag_finish_effect()
+ * between the two are stored in one transaction at ag_finish_end() (or
+ * at ag_finish_store(), which a failure's backoff calls to count them),
+ * and their effects freed then; what the store refuses is kept as ever.
+ */
+void ag_finish_begin(struct bm_agent *a);
+void ag_finish_store(struct bm_agent *a);
+void ag_finish_end(struct bm_agent *a);
 /* Out of the registry and every index, its readers told, freed; nothing else (teardown). */
 void ag_free_effect(struct bm_agent *a, struct ag_effect *e);
 /* Every tick: store the outcomes and remove the cgroups of ended effects that could not yet. */

@@ -6,7 +6,11 @@
  * who sleeps.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "agent/index.h"
@@ -189,3 +193,131 @@ json_t *ag_timeline_json(const struct bm_series *s)
 	return t;
 }
 
+
+/* Text that grows; on no memory p is freed and NULL, and appends do nothing. */
+struct tl_buf {
+	char *p;
+	size_t n, cap;
+};
+
+static void tl_put(struct tl_buf *b, const char *s, size_t len)
+{
+	if (!b->p)
+		return;
+	if (b->n + len + 1 > b->cap) {
+		size_t cap = b->cap * 2 > b->n + len + 1 ? b->cap * 2 : b->n + len + 1;
+		char *p = realloc(b->p, cap);
+
+		if (!p) {
+			free(b->p);
+			b->p = NULL;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, s, len);
+	b->n += len;
+	b->p[b->n] = '\0';
+}
+
+static void tl_str(struct tl_buf *b, const char *s)
+{
+	tl_put(b, s, strlen(s));
+}
+
+/*
+ * A real as json_dumps() with JSON_REAL_PRECISION(9) writes it (jansson's
+ * jsonp_dtostr()): "%.9g", ".0" added without a '.' or an 'e', the exponent
+ * without its '+' and leading zeros. Whole numbers below 1e9 (bytes, tasks;
+ * zero, most of a sleeper's windows) are written without printf, which was
+ * most of the agent's work when 10,000 effects ended at once. The length.
+ */
+static size_t real_text(char *buf, size_t len, double v)
+{
+	char *e, *end, *start;
+	size_t n;
+	int r;
+
+	if (v >= 0 && v < 1e9 && v == (double)(uint32_t)v && !signbit(v)) {
+		uint32_t u = (uint32_t)v;
+		char tmp[16];
+		size_t k = 0;
+
+		do {
+			tmp[k++] = (char)('0' + u % 10);
+			u /= 10;
+		} while (u);
+		for (n = 0; n < k; n++)
+			buf[n] = tmp[k - 1 - n];
+		memcpy(buf + n, ".0", 3);
+		return n + 2;
+	}
+	r = snprintf(buf, len, "%.9g", v);
+	if (r < 0 || (size_t)r >= len - 3)
+		return 0;
+	n = (size_t)r;
+	if (!strchr(buf, '.') && !strchr(buf, 'e')) {
+		memcpy(buf + n, ".0", 3);
+		n += 2;
+	}
+	e = strchr(buf, 'e');
+	if (e) {
+		start = e + 1;
+		end = start + 1;
+		if (*start == '-')
+			start++;
+		while (*end == '0')
+			end++;
+		if (end != start) {
+			memmove(start, end, n - (size_t)(end - buf) + 1);
+			n -= (size_t)(end - start);
+		}
+	}
+	return n;
+}
+
+char *ag_timeline_text(const struct bm_series *s)
+{
+	size_t n = bm_series_len(s), step = (n + TIMELINE_POINTS - 1) / TIMELINE_POINTS, i, j, k;
+	struct tl_buf b = { .cap = 64 + n * 4 * BM_DIM__MAX };
+	char num[64];
+	int d;
+
+	b.p = malloc(b.cap);
+	if (b.p)
+		b.p[0] = '\0';
+	step = step ? step : 1;
+	tl_str(&b, "{\"window_ms\":");
+	tl_put(&b, num, real_text(num, sizeof(num), s->window_ns / 1e6));
+	snprintf(num, sizeof(num), ",\"step_windows\":%" PRIu64, (uint64_t)(step * bm_series_step(s)));
+	tl_str(&b, num);
+	for (d = 0; d < BM_DIM__MAX; d++) {
+		bool first = true;
+
+		tl_str(&b, ",\"");
+		tl_str(&b, bm_window_dim_name(d));
+		tl_str(&b, "\":[");
+		for (i = 0; i < n; i += step) {
+			float mx = 0;
+
+			for (j = i; j < i + step && j < n; j++)
+				mx = bm_series_at(s, d, j) > mx ? bm_series_at(s, d, j) : mx;
+			/* json_real() takes no infinity: such a point is left out, as it was */
+			if (!isfinite(mx))
+				continue;
+			if (!first)
+				tl_put(&b, ",", 1);
+			first = false;
+			k = real_text(num, sizeof(num), mx);
+			if (!k) {
+				free(b.p);
+				return NULL;
+			}
+			tl_put(&b, num, k);
+		}
+		tl_put(&b, "]", 1);
+	}
+	tl_put(&b, "}", 1);
+	return b.p;
+}

@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 
 #include "agent/index.h"
@@ -27,9 +29,21 @@ void ag_shim_ended(struct bm_agent *a, struct ag_effect *e)
 		e->exit_wait_ns = bm_now_ns() + AG_EXIT_WAIT_NS;
 		return;
 	}
-	if (bm_effect_shim_status(e->status_path, &status))
+	if (!e->status_path || bm_effect_shim_status(e->status_path, &status))
 		status = -1;
 	bm_sup__exited(&e->sup, status);
+}
+
+int ag_effect_status(const struct bm_agent *a, struct ag_effect *e, char log[PATH_MAX])
+{
+	char status[PATH_MAX];
+	int ret = ag_effect_files(a, e->tenant, e->req.id, status, log);
+
+	if (ret)
+		return ret;
+	free(e->status_path);
+	e->status_path = strdup(status);
+	return e->status_path ? 0 : -ENOMEM;
 }
 
 int ag_effect_files(const struct bm_agent *a, const char *tenant, const char *id,

@@ -20,5 +20,7 @@ void ag_shim_ended(struct bm_agent *a, struct ag_effect *e);
  */
 int ag_effect_files(const struct bm_agent *a, const char *tenant, const char *id,
 		    char status[PATH_MAX], char log[PATH_MAX]);
+/* The same for e: e->status_path is set to its status file (owned); log may be NULL. 0 or -errno. */
+int ag_effect_status(const struct bm_agent *a, struct ag_effect *e, char log[PATH_MAX]);
 
 #endif /* BM_AGENT_SHIM_H */

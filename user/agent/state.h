@@ -70,9 +70,10 @@ struct ag_effect {
 	int64_t unstored_ms;
 	uint64_t remains_since_ns;
 	struct bm_agent *agent;
+	unsigned int eff_i;		/* its place + 1 in a->eff (0: not there) */
 	/* its place + 1 in a->queue, a->heap and a->awake (0: not there) */
 	unsigned int queue_i, heap_i, awake_i;
-	char status_path[PATH_MAX];
+	char *status_path;		/* its shim's status file, owned (NULL: none, an attach) */
 	bool started;
 	uint64_t egress_cgid;		/* its allow-list is in the egress filter (0: none) */
 	uint64_t exit_wait_ns;		/* attached: the process is gone, its status may still come; or
@@ -99,6 +100,18 @@ struct ag_effect {
 	uint64_t cpu_fast_ns;
 	double cap_cores;		/* the cap of its tenant's budget or the node's pressure */
 	bool yielding;			/* at the lowest CPU weight, as its tenant is */
+};
+
+/*
+ * An outcome waiting for the batch's one transaction (ag_finish_begin()):
+ * stored at ag_finish_end(), its effect let go then.
+ */
+struct ag_pending {
+	struct ag_effect *e;
+	char *text;
+	enum bm_state st;
+	int64_t ms;
+	bool kept;			/* e is in a->remains already (its cgroup is still held) */
 };
 
 /* At most this many effects' timers, or spawner messages, between two looks at everything else. */
@@ -240,6 +253,9 @@ struct bm_agent {
 	unsigned int n_backoffs;
 	struct ag_effect **remains;	/* ended, out of the registry, something left to do */
 	unsigned int n_remains;
+	struct ag_pending *pending;	/* outcomes of the open batch, not stored yet */
+	unsigned int n_pending, cap_pending;
+	bool batch;			/* between ag_finish_begin() and ag_finish_end() */
 	uint64_t meter_reads;		/* by ag_sample(), for /metrics */
 	struct ag_hooks hooks;
 	uint64_t seq;

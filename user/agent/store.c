@@ -291,6 +291,37 @@ int bm_store__finish(struct bm_store *st, const char *tenant, const char *id,
 	return set_state(st, tenant, id, final, at_ms, outcome_json);
 }
 
+static int exec_sql(struct bm_store *st, const char *sql)
+{
+	int rc;
+
+	if (!st)
+		return -EINVAL;
+	rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
+	return rc == SQLITE_OK ? 0 : sql_err(rc);
+}
+
+int bm_store__begin(struct bm_store *st)
+{
+	return exec_sql(st, "BEGIN IMMEDIATE");
+}
+
+int bm_store__commit(struct bm_store *st)
+{
+	int err = exec_sql(st, "COMMIT");
+
+	/* a failed COMMIT may leave the transaction open: nothing of it is stored */
+	if (err)
+		bm_store__rollback(st);
+	return err;
+}
+
+void bm_store__rollback(struct bm_store *st)
+{
+	if (st && !sqlite3_get_autocommit(st->db))
+		(void)sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
 int bm_store__set_runtime(struct bm_store *st, const char *tenant, const char *id,
 			  const char *cgroup, int64_t pid, uint64_t pid_start)
 {

@@ -99,6 +99,16 @@ int bm_store__set_runtime(struct bm_store *st, const char *tenant, const char *i
  */
 int bm_store__finish(struct bm_store *st, const char *tenant, const char *id, const char *outcome_json,
 		     enum bm_state final, int64_t at_ms);
+/*
+ * One transaction for several writes (outcomes: a commit each was a third
+ * of the agent's work when thousands of effects ended at once). When a
+ * write in it fails, roll back and write them again one by one; a failed
+ * commit rolls back itself (nothing of it stored). 0 or -errno; rollback
+ * is a no-op outside a transaction.
+ */
+int bm_store__begin(struct bm_store *st);
+int bm_store__commit(struct bm_store *st);
+void bm_store__rollback(struct bm_store *st);
 
 typedef int (*bm_row_fn)(const struct bm_effect_row *row, void *ctx);
 /*

@@ -122,25 +122,47 @@ static int remove_dir(const struct bm_ceilings *c, const char *path)
 	return c->fs ? c->fs->remove_dir(path) : rmdir(path);
 }
 
+static void v1_forget(struct bm_ceilings *c, enum bm_v1 v)
+{
+	free(c->v1_dir[v]);
+	c->v1_dir[v] = NULL;
+}
+
+/* c->v1_dir[v]: the path of the effect's v1 twin under our own v1 cgroup. 0 or -errno. */
+static int v1_path(const struct bm_cgroup_env *env, enum bm_v1 v, const char *name,
+		   struct bm_ceilings *c)
+{
+	const char *self = env->v1_self[v];
+	int n;
+
+	v1_forget(c, v);
+	n = asprintf(&c->v1_dir[v], "%s%s/%s", env->v1_mount[v], strcmp(self, "/") ? self : "", name);
+	if (n < 0) {
+		c->v1_dir[v] = NULL;
+		return -ENOMEM;
+	}
+	if (n >= PATH_MAX) {
+		v1_forget(c, v);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
 /* A v1 twin of the effect cgroup, under our own v1 cgroup of that controller. */
 static int v1_twin(const struct bm_cgroup_env *env, enum bm_v1 v, const char *name,
 		   struct bm_ceilings *c, int *dirfd)
 {
-	const char *self = env->v1_self[v];
 	int n;
 
 	*dirfd = -1;
 	if (!env->v1_mount[v][0])
 		return -EOPNOTSUPP;
-	n = snprintf(c->v1_dir[v], PATH_MAX, "%s%s/%s", env->v1_mount[v], strcmp(self, "/") ? self : "",
-		     name);
-	if (n < 0 || n >= PATH_MAX) {
-		c->v1_dir[v][0] = '\0';
-		return -ENAMETOOLONG;
-	}
+	n = v1_path(env, v, name, c);
+	if (n)
+		return n;
 	if (make_dir(c, c->v1_dir[v]) < 0) {
 		n = -errno;
-		c->v1_dir[v][0] = '\0';
+		v1_forget(c, v);
 		return n;
 	}
 	*dirfd = open(c->v1_dir[v], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -228,19 +250,16 @@ void bm_ceilings_adopt(const struct bm_cgroup_env *env, const struct bm_cgroup *
 	c->v2_dirfd = cg->dirfd;
 	/* the v1 twins have the effect's name: find them to read their events and remove them */
 	for (i = 0; env->mode == BM_CG_HYBRID && i < BM_V1__MAX; i++) {
-		const char *self = env->v1_self[i];
-
-		if (!env->v1_mount[i][0])
+		if (!env->v1_mount[i][0] || v1_path(env, i, name, c))
 			continue;
-		snprintf(c->v1_dir[i], PATH_MAX, "%s%s/%s", env->v1_mount[i], strcmp(self, "/") ? self : "", name);
 		if (stat(c->v1_dir[i], &st) < 0)
-			c->v1_dir[i][0] = '\0';
+			v1_forget(c, i);
 	}
-	if (c->v1_dir[BM_V1_MEMORY][0])
+	if (c->v1_dir[BM_V1_MEMORY])
 		c->v1_mem_dirfd = open(c->v1_dir[BM_V1_MEMORY], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (c->v1_dir[BM_V1_CPU][0])
+	if (c->v1_dir[BM_V1_CPU])
 		c->v1_cpu_dirfd = open(c->v1_dir[BM_V1_CPU], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (c->v1_dir[BM_V1_BLKIO][0])
+	if (c->v1_dir[BM_V1_BLKIO])
 		c->v1_blkio_dirfd = open(c->v1_dir[BM_V1_BLKIO], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
@@ -305,7 +324,7 @@ void bm_ceilings_events(const struct bm_ceilings *c, uint64_t *oom_kills, uint64
 	*oom_kills = keyed(c->v2_dirfd, "memory.events", "oom_kill") +
 		     keyed(c->v1_mem_dirfd, "memory.oom_control", "oom_kill");
 	*forks_refused = keyed(c->v2_dirfd, "pids.events", "max");
-	if (c->v1_dir[BM_V1_PIDS][0]) {
+	if (c->v1_dir[BM_V1_PIDS]) {
 		fd = open(c->v1_dir[BM_V1_PIDS], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		*forks_refused += keyed(fd, "pids.events", "max");
 		if (fd >= 0)
@@ -336,10 +355,10 @@ int bm_ceilings_release_try(struct bm_ceilings *c)
 		if (c->join_fd[i] >= 0)
 			close(c->join_fd[i]);
 		c->join_fd[i] = -1;
-		if (!c->v1_dir[i][0])
+		if (!c->v1_dir[i])
 			continue;
 		if (!remove_dir(c, c->v1_dir[i]) || errno != EBUSY)
-			c->v1_dir[i][0] = '\0';
+			v1_forget(c, i);
 		else
 			busy = 1;
 	}
@@ -364,7 +383,7 @@ void bm_ceilings_release(struct bm_ceilings *c)
 	for (tries = 0; bm_ceilings_release_try(c) == -EBUSY && tries < 500; tries++)
 		nanosleep(&ts, NULL);
 	for (i = 0; i < BM_V1__MAX; i++)
-		c->v1_dir[i][0] = '\0';
+		v1_forget(c, i);
 	(void)bm_ceilings_release_try(c);
 }
 

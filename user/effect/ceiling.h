@@ -34,7 +34,7 @@ struct bm_cgfs {
 struct bm_ceilings {
 	const char *mech[BM_P__MAX];	/* "cgroup v2 memory.max", ..., "meter", NULL = no ceiling */
 	bool controller[BM_P__MAX];	/* a controller enforces it */
-	char v1_dir[BM_V1__MAX][PATH_MAX];	/* v1 cgroups we created ("" = none) */
+	char *v1_dir[BM_V1__MAX];	/* v1 cgroups we created, owned (NULL = none): most hosts have none */
 	int join_fd[BM_V1__MAX];	/* their cgroup.procs, for the child to enter before exec */
 	int v2_dirfd;			/* the effect's v2 cgroup */
 	bool v2_cpu, v2_mem;		/* v2 cpu / memory controllers enabled for it */

@@ -18,12 +18,14 @@ double bm_series_clean(double v)
 
 /*
  * Room for at least need points in every dimension: 0 or -ENOMEM. 256 at
- * first; a bounded series then goes straight to its bound (one realloc per
- * dimension, not three: 10,000 effects that had slept grew together).
+ * first, a bounded series 32 (an agent's effect that sleeps holds a few
+ * points: 10,000 of them held 9 kB each at 256); a bounded series then goes
+ * straight to its bound (one realloc per dimension, not several: 10,000
+ * effects that had slept grew together).
  */
 static int grow(struct bm_series *s, size_t need)
 {
-	size_t cap = s->cap ? s->cap : 256;
+	size_t cap = s->cap ? s->cap : s->max ? 32 : 256;
 	int d;
 
 	if (s->max && s->cap && need <= s->max + (s->max & 1))

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * What 10,000 effects at once cost the agent: the size of an effect's
+ * record, and the timeline text written without jansson's objects, which
+ * must be the bytes json_dumps() wrote of ag_timeline_json().
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "agent/sample.h"
+#include "agent/state.h"
+
+/*
+ * Issue 20 asks for at most 20 kB of the agent's memory per live effect,
+ * all of it counted. The record is 26,960 bytes here (x86-64): the request's
+ * intent, cwd and sandbox.workspace (PATH_MAX-sized, ~12 kB) are still inline
+ * and are next to go; the v1 twin paths (16 kB) and the status path (4 kB)
+ * went to the heap. This bound stops any new path-sized member coming back.
+ */
+#define AG_EFFECT_MAX_BYTES (28 * 1024)
+
+static void test_effect_record_is_small(void **state)
+{
+	print_message("sizeof: ag_effect %zu, bm_sup %zu, bm_request %zu, bm_sandbox %zu, "
+		      "bm_ceilings %zu, bm_outcome %zu, bm_summary %zu\n", sizeof(struct ag_effect),
+		      sizeof(struct bm_sup), sizeof(struct bm_request), sizeof(struct bm_sandbox),
+		      sizeof(struct bm_ceilings), sizeof(struct bm_outcome), sizeof(struct bm_summary));
+	assert_true(sizeof(struct ag_effect) <= AG_EFFECT_MAX_BYTES);
+	/* the ceilings hold no path: they were 16 kB of empty v1_dir[][PATH_MAX] on a v2 host */
+	assert_true(sizeof(struct bm_ceilings) < 1024);
+	/* the supervisor's state: ceilings, ladder, outcome, summary; no path either */
+	assert_true(sizeof(struct bm_sup) < 3 * PATH_MAX);
+}
+
+static void push(struct bm_series *s, double base, uint64_t i)
+{
+	double v[BM_DIM__MAX];
+	int d;
+
+	for (d = 0; d < BM_DIM__MAX; d++)
+		v[d] = base * (d + 1);
+	/* whole numbers, fractions, the tiny and the huge (exponents), zeros */
+	v[BM_DIM_CPU] = (double)(i % 7) / 3.0;
+	v[BM_DIM_MEM] = (double)(4096 * (i % 1000));
+	v[BM_DIM_PIDS] = (double)(i % 5);
+	v[BM_DIM_NET] = i % 11 == 0 ? 1.5e12 * (double)i : 0;
+	v[BM_DIM_RUNQ] = i % 13 == 0 ? 1.25e-7 * (double)(i + 1) : 0;
+	v[BM_DIM_IO_READ] = i % 17 == 0 ? 999999999.0 + (double)i : 0;
+	v[BM_DIM_IO_WRITE] = i == 3 ? 3.4e38 * 10 : 1e9;
+	assert_int_equal(bm_series_push(s, v), 0);
+}
+
+static void same_as_jansson(struct bm_series *s)
+{
+	json_t *j = ag_timeline_json(s);
+	char *want = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9));
+	char *got = ag_timeline_text(s);
+
+	assert_non_null(want);
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(want);
+	free(got);
+	json_decref(j);
+}
+
+static void test_timeline_text_is_jansson_text(void **state)
+{
+	struct bm_series s = { .window_ns = 10 * 1000 * 1000, .max = 2048 };
+	struct bm_series odd = { .window_ns = 1234567 };
+	uint64_t i;
+
+	/* one point; then fewer points than the timeline's; then folded, each point several */
+	push(&s, 0.5, 0);
+	same_as_jansson(&s);
+	for (i = 1; i < 700; i++)
+		push(&s, 0.001 * (double)i, i);
+	same_as_jansson(&s);
+	for (; i < 50000; i++)
+		push(&s, i % 97 ? 0 : 12345.678, i);
+	assert_true(bm_series_step(&s) > 1);
+	same_as_jansson(&s);
+	/* an odd window and an unbounded series */
+	for (i = 0; i < 2500; i++)
+		push(&odd, 1.0 / (double)(i + 1), i);
+	same_as_jansson(&odd);
+	bm_series_free(&s);
+	bm_series_free(&odd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_effect_record_is_small),
+		cmocka_unit_test(test_timeline_text_is_jansson_text),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
