@@ -55,7 +55,9 @@ fi
 
 # initramfs: busybox applets, /init, the payload, and the shared libraries its ELFs need.
 root=$tmp/root
-mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,run,root,etc}
+mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,run,root,etc,var/tmp}
+# a workspace under /var/tmp (test_sandbox) lives on a node as on any Debian
+chmod 1777 "$root/tmp" "$root/var/tmp"
 cp /bin/busybox "$root/bin/busybox"
 ln -s busybox "$root/bin/sh" # /init installs the other applet symlinks (faster than ~400 ln here)
 install -m 755 "$here/init" "$root/init"
