@@ -220,7 +220,7 @@ static void test_request_minimal_launch_gets_defaults(void **state)
 	assert_string_equal(r.argv[1], "-x");
 	assert_null(r.argv[2]);
 	assert_null(r.env);
-	assert_string_equal(r.cwd, "");
+	assert_null(r.cwd);	/* / */
 	assert_int_equal(r.priority, 5);
 	assert_int_equal(json_object_size(r.labels), 0);
 	assert_int_equal(r.window_ns, 10 * NS_PER_MS);
@@ -1087,7 +1087,9 @@ static void assert_request_equal(const struct bm_request *a, const struct bm_req
 	assert_int_equal(a->attach_pid, b->attach_pid);
 	assert_strv_equal(a->argv, b->argv);
 	assert_strv_equal(a->env, b->env);
-	assert_string_equal(a->cwd, b->cwd);
+	assert_true(!a->cwd == !b->cwd);
+	if (a->cwd)
+		assert_string_equal(a->cwd, b->cwd);
 	assert_int_equal(a->priority, b->priority);
 	assert_true(json_equal(a->labels, b->labels));
 	assert_int_equal(a->window_ns, b->window_ns);

@@ -62,7 +62,7 @@ static void exec_opts(const struct bm_agent *a, struct ag_effect *e, struct bm_e
 		/* an effect inherits nothing of the agent's environment */
 		.envp = e->req.env ? e->req.env : (char **)default_env,
 		.clean_env = true,
-		.cwd = e->req.cwd[0] ? e->req.cwd : "/",
+		.cwd = e->req.cwd ? e->req.cwd : "/",
 		.stdio = { null_fd, log_fd, log_fd },
 		.set_ids = e->uid != 0,
 		.uid = e->uid,
@@ -196,7 +196,7 @@ void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_op
 	/* its /tmp is a tmpfs of that size (exec_opts()): full, it ends with storage_ceiling */
 	so->limits.storage_bytes = e->req.mode == BM_REQ_ATTACH ? 0 : e->req.sandbox.max_ephemeral_storage;
 	/* the disks its I/O ceilings are for: where it works, and its /tmp unless that is a tmpfs */
-	so->io_paths[0] = e->req.cwd[0] ? e->req.cwd : "/";
+	so->io_paths[0] = e->req.cwd ? e->req.cwd : "/";
 	if (!e->req.sandbox.read_only_root_fs && !e->req.sandbox.max_ephemeral_storage)
 		so->io_paths[1] = "/tmp";
 	so->shared_timers = true;

@@ -202,8 +202,8 @@ static void parse_cwd(struct bm_req_errs *e, json_t *v, struct bm_request *r)
 			     bm_req_quote_len(s, BM_REQ_QUOTE_MAX), s);
 	else if (has_dotdot(s))
 		bm_req_error(e, "cwd", "must not contain a \"..\" component");
-	else
-		strcpy(r->cwd, s);	/* at most PATH_MAX - 1 bytes */
+	else if (!(r->cwd = strdup(s)))	/* at most PATH_MAX - 1 bytes */
+		e->oom = true;
 }
 
 static bool valid_label_key(const char *k)
@@ -254,8 +254,10 @@ static void parse_root(struct bm_req_errs *e, json_t *root, struct bm_request *r
 	name_field(e, root, "tenant", false, r->tenant);
 	v = json_object_get(root, "intent");
 	s = v ? bm_req_string(e, "intent", v, INTENT_MAX) : NULL;
-	if (s)
-		strcpy(r->intent, s);	/* jansson checked it is UTF-8 */
+	/* jansson checked it is UTF-8; sized to it: ten thousand effects keep theirs */
+	r->intent = strdup(s ? s : "");
+	if (!r->intent)
+		e->oom = true;
 	parse_mode(e, root, r);
 	v = json_object_get(root, "env");
 	if (v)
@@ -370,7 +372,7 @@ json_t *bm_request_json(const struct bm_request *r)
 	bad |= json_object_set_new(o, "id", json_string(r->id));
 	if (r->tenant[0])
 		bad |= json_object_set_new(o, "tenant", json_string(r->tenant));
-	if (r->intent[0])
+	if (r->intent && r->intent[0])
 		bad |= json_object_set_new(o, "intent", json_string(r->intent));
 	if (r->mode == BM_REQ_ATTACH) {
 		bad |= json_object_set_new(o, "mode", json_string("attach"));
@@ -386,7 +388,7 @@ json_t *bm_request_json(const struct bm_request *r)
 	}
 	if (r->env)
 		bad |= json_object_set_new(o, "env", env_json(r->env));
-	if (r->cwd[0])
+	if (r->cwd)
 		bad |= json_object_set_new(o, "cwd", json_string(r->cwd));
 	bad |= json_object_set_new(o, "priority", json_integer(r->priority));
 	bad |= json_object_set_new(o, "labels",
@@ -422,6 +424,9 @@ void bm_request_free(struct bm_request *r)
 		return;
 	strv_free(&r->argv);
 	strv_free(&r->env);
+	free(r->intent);
+	free(r->cwd);
+	r->intent = r->cwd = NULL;
 	json_decref(r->labels);
 	r->labels = NULL;
 }

@@ -28,14 +28,14 @@ enum bm_req_mode { BM_REQ_LAUNCH, BM_REQ_ATTACH };
 struct bm_request {
 	char id[BM_NAME_MAX + 1];		/* required */
 	char tenant[BM_NAME_MAX + 1];		/* optional: must then equal the caller's */
-	char intent[4097];
+	char *intent;				/* owned, at most 4096 bytes; "" none (NULL: unparsed) */
 	enum bm_req_mode mode;			/* "launch" (default) or "attach" */
 	pid_t attach_pid;			/* attach: the process to meter */
 	char **argv;				/* NULL-terminated, owned; launch: required; attach:
 						 * optional, what the process runs (tool kind, outcome) */
 	char tool[256];				/* attach: its tool kind ("": argv[0]'s basename) */
 	char **env;				/* "K=V", NULL-terminated, owned; NULL = inherit none */
-	char cwd[PATH_MAX];			/* absolute, "" = / */
+	char *cwd;				/* owned, absolute; NULL = / */
 	int priority;				/* 1-10, default 5 */
 	json_t *labels;				/* object string -> string, owned; never NULL */
 	uint64_t window_ns;			/* default 10 ms */
