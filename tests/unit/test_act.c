@@ -42,7 +42,7 @@ static int setup(void **state)
 	fake_root(f.root, sizeof(f.root));
 	f.dir = strdup(fake_path("%s/job/burstmeter.unit.e1", f.root));
 	fake_v2_knobs(f.dir, "cpu memory");
-	snprintf(f.cg.path, sizeof(f.cg.path), "%s", f.dir);
+	f.cg.path = (char *)f.dir;
 	f.cg.dirfd = open(f.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(f.cg.dirfd >= 0);
 	for (i = 0; i < BM_V1__MAX; i++)

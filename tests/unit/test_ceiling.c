@@ -79,7 +79,7 @@ static void v2(const char *ctrls, const char *enabled, const char *eff_ctrls)
 	else
 		fake_put(f.parent, "cgroup.subtree_control", "");
 	fake_v2_knobs(f.eff, eff_ctrls ? eff_ctrls : ctrls);
-	snprintf(f.cg.path, sizeof(f.cg.path), "%s", f.eff);
+	f.cg.path = f.eff;
 	f.cg.dirfd = open(f.eff, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(f.cg.dirfd >= 0);
 }

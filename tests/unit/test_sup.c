@@ -59,9 +59,10 @@ static struct bm_cgroup *fake_create(const char *parent_dir, const char *name)
 	if (mkdir(f.eff, 0755))
 		return NULL;
 	fake_v2_knobs(f.eff, knob_peek(parent_dir, "cgroup.controllers"));
-	cg = calloc(1, sizeof(*cg));
+	cg = calloc(1, sizeof(*cg) + PATH_MAX);
 	assert_non_null(cg);
-	snprintf(cg->path, sizeof(cg->path), "%s", f.eff);
+	cg->path = (char *)(cg + 1);
+	snprintf(cg->path, PATH_MAX, "%s", f.eff);
 	cg->dirfd = open(f.eff, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	cg->id = 4242;
 	return cg;

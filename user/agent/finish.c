@@ -120,6 +120,36 @@ void ag_free_effect(struct bm_agent *a, struct ag_effect *e)
 	release(e);
 }
 
+/*
+ * What says the effect still runs to an agent that restarts: its status
+ * files and its cgroup. Gone only once its outcome is stored, so that a
+ * kill -9 in between leaves it to be adopted, not lost. 0, or -EBUSY: the
+ * cgroup is still held (a task stuck in the kernel).
+ */
+static void forget_status(struct ag_effect *e)
+{
+	char pid_file[PATH_MAX + 8];
+
+	if (!e->status_path)
+		return;
+	snprintf(pid_file, sizeof(pid_file), "%s" BM_SHIM_PID_SUFFIX, e->status_path);
+	(void)unlink(pid_file);
+	(void)unlink(e->status_path);
+}
+
+static int let_go(struct ag_effect *e)
+{
+	int err;
+
+	forget_status(e);
+	/* never waited for here: a task stuck in the kernel would hold the loop */
+	err = bm_sup__release_try(&e->sup);
+	if (err)
+		bm_warn("the cgroup of %s/%s is still held (a task stuck in the kernel?): it is "
+			"removed once it lets go", e->tenant, e->req.id);
+	return err;
+}
+
 /* Ended with something left to do: kept in a->remains (no memory: left to the next agent's sweep). */
 static void keep(struct bm_agent *a, struct ag_effect *e)
 {
@@ -156,6 +186,7 @@ static bool tend(struct bm_agent *a, struct ag_effect *e)
 			(double)(bm_now_ns() - e->remains_since_ns) / 1e9);
 		free(e->unstored);
 		e->unstored = NULL;
+		forget_status(e);
 	}
 	if (e->sup.cg) {
 		if (bm_sup__release_try(&e->sup) == -EBUSY)
@@ -259,7 +290,9 @@ void ag_finish_store(struct bm_agent *a)
 		err = txn ? 0 : bm_store__finish(a->store, p->e->tenant, p->e->req.id, p->text, p->st, p->ms);
 		if (!err) {
 			free(p->text);
-			if (!p->kept)
+			if (!p->kept && let_go(p->e))
+				keep(a, p->e);
+			else if (!p->kept)
 				release(p->e);
 			continue;
 		}
@@ -399,21 +432,11 @@ void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
 	if (!pending)
 		free(text);
 	ag_unwatch(a, e->shim.pidfd);
-	/* never waited for here: a task stuck in the kernel would hold the loop */
-	err = bm_sup__release_try(&e->sup);
-	if (err)
-		bm_warn("the cgroup of %s/%s is still held (a task stuck in the kernel?): it is "
-			"removed once it lets go", e->tenant, e->req.id);
 	if (e->shim.pidfd >= 0)
 		close(e->shim.pidfd);
 	e->shim.pidfd = -1;
-	if (e->status_path) {
-		char pid_file[PATH_MAX + 8];
-
-		snprintf(pid_file, sizeof(pid_file), "%s" BM_SHIM_PID_SUFFIX, e->status_path);
-		(void)unlink(pid_file);
-		(void)unlink(e->status_path);
-	}
+	/* in a batch, once it is stored (ag_finish_store()); an unstored one keeps them too */
+	err = pending || e->unstored ? 0 : let_go(e);
 	/* its tenant's count too: that one frees its share of tenant_max_running */
 	ag_stopped(a, e);
 	if (err || e->unstored) {

@@ -140,18 +140,33 @@ static int open_dir(struct bm_cgroup *cg)
 	return bm_cgroup_id(cg->dirfd, &cg->id);
 }
 
+/* A cgroup of that path, its fd not open yet; NULL + errno. */
+static struct bm_cgroup *cg_alloc(const char *path)
+{
+	size_t len = strlen(path);
+	struct bm_cgroup *cg;
+
+	if (len >= PATH_MAX) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	cg = calloc(1, sizeof(*cg) + len + 1);
+	if (!cg)
+		return NULL;
+	cg->path = (char *)(cg + 1);
+	memcpy(cg->path, path, len + 1);
+	cg->dirfd = -1;
+	return cg;
+}
+
 struct bm_cgroup *bm_cgroup__open(const char *path)
 {
-	struct bm_cgroup *cg = calloc(1, sizeof(*cg));
+	struct bm_cgroup *cg = cg_alloc(path);
 	int err;
 
 	if (!cg)
 		return NULL;
-	cg->dirfd = -1;
-	if (snprintf(cg->path, sizeof(cg->path), "%s", path) >= (int)sizeof(cg->path))
-		err = -ENAMETOOLONG;
-	else
-		err = open_dir(cg);
+	err = open_dir(cg);
 	if (err) {
 		bm_cgroup__free(cg);
 		errno = -err;
@@ -162,18 +177,18 @@ struct bm_cgroup *bm_cgroup__open(const char *path)
 
 struct bm_cgroup *bm_cgroup__create(const char *parent_dir, const char *name)
 {
+	char path[PATH_MAX];
 	struct bm_cgroup *cg;
 	int n, err;
 
-	cg = calloc(1, sizeof(*cg));
+	n = snprintf(path, sizeof(path), "%s/%s", parent_dir, name);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	cg = cg_alloc(path);
 	if (!cg)
 		return NULL;
-	cg->dirfd = -1;
-	n = snprintf(cg->path, sizeof(cg->path), "%s/%s", parent_dir, name);
-	if (n < 0 || (size_t)n >= sizeof(cg->path)) {
-		err = -ENAMETOOLONG;
-		goto err_free;
-	}
 	if (mkdir(cg->path, 0755) < 0) {
 		err = -errno;
 		goto err_free;

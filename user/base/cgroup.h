@@ -37,7 +37,7 @@ int bm_cgroup_env_detect(const char *mountinfo, const char *self_cgroup, struct 
 int bm_cgroup_env_self_dir(const struct bm_cgroup_env *env, char *buf, size_t len);
 
 struct bm_cgroup {
-	char path[PATH_MAX];
+	char *path;		/* in the same allocation (bm_cgroup__create/open): sized to it */
 	int dirfd;		/* O_DIRECTORY fd: CLONE_INTO_CGROUP, cgroup storage key */
 	uint64_t id;		/* kernfs id, as bpf_get_current_cgroup_id() sees it */
 };
