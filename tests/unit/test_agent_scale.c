@@ -19,10 +19,11 @@
 
 /*
  * Issue 20 asks for at most 20 kB of the agent's memory per live effect,
- * all of it counted. The record is 18,784 bytes here (x86-64): the v1 twin
- * paths (16 kB), the status path (4 kB), the request's intent (4 kB) and
- * cwd (4 kB) went to the heap, sized to content; sandbox.workspace (4 kB)
- * is still inline. This bound stops any new path-sized member coming back.
+ * all of it counted. The record is 14,696 bytes here (x86-64): the v1 twin
+ * paths (16 kB), the status path (4 kB), the request's intent, cwd and
+ * sandbox.workspace (4 kB each) and the cgroup's path (4 kB) went to the
+ * heap, sized to content. This bound stops any path-sized member coming
+ * back.
  */
 #define AG_EFFECT_MAX_BYTES (20 * 1024)
 

@@ -911,7 +911,7 @@ static void test_request_workspace_is_an_absolute_directory(void **state)
 	static const char *const ok[] = { "/work", "/tmp/ws", "/a/..b", "/a/./b" };
 	static const char *const dotdot[] = { "/..", "/a/..", "/a/../b" };
 	char msg[256];
-	const char *field = NULL;
+	const char *field = NULL, *parsed;
 	struct bm_request r;
 	json_t *j;
 	size_t i;
@@ -938,13 +938,15 @@ static void test_request_workspace_is_an_absolute_directory(void **state)
 	assert_int_equal(bm_sandbox_check_host(&r.sandbox, &field, msg, sizeof(msg)), -ENOENT);
 	assert_string_equal(field, "sandbox.workspace");
 	assert_non_null(strstr(msg, "/nonexistent-bm-ws"));
-	snprintf(r.sandbox.workspace, sizeof(r.sandbox.workspace), "/etc/passwd");
+	parsed = r.sandbox.workspace;
+	r.sandbox.workspace = "/etc/passwd";
 	assert_int_equal(bm_sandbox_check_host(&r.sandbox, &field, msg, sizeof(msg)), -ENOTDIR);
 	assert_non_null(strstr(msg, "not a directory"));
-	snprintf(r.sandbox.workspace, sizeof(r.sandbox.workspace), "/tmp");
+	r.sandbox.workspace = "/tmp";
 	assert_int_equal(bm_sandbox_check_host(&r.sandbox, &field, msg, sizeof(msg)), 0);
-	r.sandbox.workspace[0] = '\0';
+	r.sandbox.workspace = NULL;
 	assert_int_equal(bm_sandbox_check_host(&r.sandbox, &field, msg, sizeof(msg)), 0);
+	r.sandbox.workspace = parsed;
 	bm_request_free(&r);
 }
 

@@ -351,7 +351,7 @@ static void test_sandbox_flags_default_to_none(void **state)
 	assert_false(o.sb.sb.read_only_root_fs || o.sb.sb.run_as_non_root ||
 		     o.sb.sb.drop_all_capabilities);
 	assert_int_equal(o.sb.sb.max_ephemeral_storage, 0);
-	assert_string_equal(o.sb.sb.workspace, "");
+	assert_string_equal(bm_sandbox_workspace(&o.sb.sb), "");
 	assert_string_equal(o.sb.cwd, "");
 	assert_int_equal(o.sb.n_env, 0);
 	assert_int_equal(o.sb.sb.n_cidrs, 0);

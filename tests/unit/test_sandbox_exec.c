@@ -61,7 +61,7 @@ static void test_sandbox_exec_agent_launch(void **state)
 	sb.network_policy = BM_NET_NONE;
 	sb.read_only_root_fs = sb.drop_all_capabilities = true;
 	sb.memory_limit = 128 * MIB;
-	snprintf(sb.workspace, sizeof(sb.workspace), "/srv/ws");
+	sb.workspace = "/srv/ws";
 	bm_sandbox_exec(&sb, &c, &x, &enf);
 	assert_ptr_equal(x.envp, env_clean);
 	assert_string_equal(x.cwd, "/");
@@ -181,7 +181,7 @@ static void test_sandbox_workspace_in_json_and_looser(void **state)
 	struct bm_sandbox p = sandbox(), c = sandbox();
 	json_t *j;
 
-	snprintf(p.workspace, sizeof(p.workspace), "/srv/ws");
+	p.workspace = "/srv/ws";
 	j = bm_sandbox_json(&p);
 	assert_string_equal(json_string_value(json_object_get(j, "workspace")), "/srv/ws");
 	json_decref(j);
@@ -189,21 +189,21 @@ static void test_sandbox_workspace_in_json_and_looser(void **state)
 	assert_null(json_object_get(j, "workspace"));
 	json_decref(j);
 	/* a writable root: any workspace is no looser */
-	snprintf(c.workspace, sizeof(c.workspace), "/etc");
+	c.workspace = "/etc";
 	assert_null(bm_sandbox_looser(&c, &p));
 	/* read-only: inside the parent's workspace only */
 	p.read_only_root_fs = c.read_only_root_fs = true;
 	assert_string_equal(bm_sandbox_looser(&c, &p), "sandbox.workspace");
-	snprintf(c.workspace, sizeof(c.workspace), "/srv/ws/sub");
+	c.workspace = "/srv/ws/sub";
 	assert_null(bm_sandbox_looser(&c, &p));
-	snprintf(c.workspace, sizeof(c.workspace), "/srv/ws");
+	c.workspace = "/srv/ws";
 	assert_null(bm_sandbox_looser(&c, &p));
-	snprintf(c.workspace, sizeof(c.workspace), "/srv/wsx");
+	c.workspace = "/srv/wsx";
 	assert_string_equal(bm_sandbox_looser(&c, &p), "sandbox.workspace");
-	c.workspace[0] = '\0';
+	c.workspace = NULL;
 	assert_null(bm_sandbox_looser(&c, &p));
-	p.workspace[0] = '\0';
-	snprintf(c.workspace, sizeof(c.workspace), "/srv/ws");
+	p.workspace = NULL;
+	c.workspace = "/srv/ws";
 	assert_string_equal(bm_sandbox_looser(&c, &p), "sandbox.workspace");
 }
 

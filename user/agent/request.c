@@ -426,6 +426,8 @@ void bm_request_free(struct bm_request *r)
 	strv_free(&r->env);
 	free(r->intent);
 	free(r->cwd);
+	free((char *)r->sandbox.workspace);
+	r->sandbox.workspace = NULL;
 	r->intent = r->cwd = NULL;
 	json_decref(r->labels);
 	r->labels = NULL;

@@ -276,7 +276,8 @@ static void parse_workspace(struct bm_req_errs *e, json_t *v, struct bm_sandbox 
 	else if (strstr(s, "/../") || (strlen(s) >= 3 && !strcmp(s + strlen(s) - 3, "/..")))
 		bm_req_error(e, "sandbox.workspace", "must not contain a \"..\" component");
 	else
-		strcpy(out->workspace, s);	/* at most PATH_MAX - 1 bytes */
+		/* at most PATH_MAX - 1 bytes; the request's (bm_request_free()) */
+		e->oom |= !(out->workspace = strdup(s));
 }
 
 void bm_sandbox_parse(struct bm_req_errs *e, json_t *v, struct bm_sandbox *sb)
@@ -307,7 +308,7 @@ int bm_sandbox_check_host(const struct bm_sandbox *sb, const char **field, char 
 {
 	struct stat st;
 
-	if (!sb->workspace[0])
+	if (!*bm_sandbox_workspace(sb))
 		return 0;
 	*field = "sandbox.workspace";
 	if (stat(sb->workspace, &st) < 0) {

@@ -319,5 +319,7 @@ void bm_run_request_free(struct bm_run_request *r)
 	json_decref(r->command);
 	json_decref(r->env);
 	json_decref(r->labels);
+	free((char *)r->sandbox.workspace);
+	r->sandbox.workspace = NULL;
 	r->command = r->env = r->labels = NULL;
 }

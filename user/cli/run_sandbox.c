@@ -152,9 +152,10 @@ int bm_run_sandbox_opt(int c, const char *arg, struct bm_run_sandbox *s)
 		return bm_parse_size(arg, MIB, 64 * TIB, &s->sb.max_ephemeral_storage)
 		       ? bad("--tmp-size", arg, "a size in 1M-64T, e.g. 64M, 1G") : 0;
 	case BM_RUN_OPT_WORKSPACE:
-		if (directory("--workspace", arg, s->sb.workspace))
+		if (directory("--workspace", arg, s->workspace))
 			return -EINVAL;
-		if (!strcmp(s->sb.workspace, "/"))
+		s->sb.workspace = s->workspace;
+		if (!strcmp(s->workspace, "/"))
 			return bad("--workspace", arg, "a directory other than / (the rest is read-only)");
 		/* bound read-write, the rest read-only: what a workspace is for */
 		s->sb.read_only_root_fs = true;
@@ -215,13 +216,13 @@ int bm_run_sandbox_check(struct bm_run_sandbox *s)
 	}
 	/* a private /tmp hides the host's: a directory there is not where the command would run */
 	if (s->cwd[0] && (sb->read_only_root_fs || sb->max_ephemeral_storage) && below(s->cwd, "/tmp") &&
-	    !below(s->cwd, sb->workspace)) {
+	    !below(s->cwd, bm_sandbox_workspace(sb))) {
 		bm_err("invalid --cwd '%s': the sandbox's /tmp is a private tmpfs (make it the "
 		       "--workspace, or a directory in it)", s->cwd);
 		return -EINVAL;
 	}
 	s->isolate = sb->network_policy != BM_NET_FULL || sb->read_only_root_fs ||
-		     sb->max_ephemeral_storage || sb->workspace[0] || s->set_user ||
+		     sb->max_ephemeral_storage || *bm_sandbox_workspace(sb) || s->set_user ||
 		     sb->drop_all_capabilities;
 	return 0;
 }
@@ -232,7 +233,7 @@ const char *bm_run_sandbox_needs_root(const struct bm_run_sandbox *s, uid_t euid
 		return NULL;
 	if (s->sb.network_policy == BM_NET_NONE)
 		return "--network none";
-	if (s->sb.workspace[0])
+	if (*bm_sandbox_workspace(&s->sb))
 		return "--workspace";
 	if (s->sb.read_only_root_fs)
 		return "--read-only-root";

@@ -69,6 +69,7 @@ struct bm_run_sandbox {
 	const char *env[BM_RUN_MAX_ENV];	/* "KEY=VALUE", from argv */
 	unsigned int n_env;
 	char cwd[PATH_MAX];	/* "": ours */
+	char workspace[PATH_MAX];	/* what sb.workspace points to ("": none) */
 	bool net_given;		/* --network */
 };
 

@@ -97,7 +97,8 @@ const char *bm_sandbox_looser(const struct bm_sandbox *c, const struct bm_sandbo
 	if (p->drop_all_capabilities && !c->drop_all_capabilities)
 		return "sandbox.drop_all_capabilities";
 	/* under a read-only root, a place to write that is not inside the parent's own */
-	if (p->read_only_root_fs && c->workspace[0] && !within_dir(c->workspace, p->workspace))
+	if (p->read_only_root_fs && *bm_sandbox_workspace(c) &&
+	    !within_dir(c->workspace, bm_sandbox_workspace(p)))
 		return "sandbox.workspace";
 	return NULL;
 }
@@ -160,7 +161,7 @@ json_t *bm_sandbox_json(const struct bm_sandbox *sb)
 	bad |= json_object_set_new(o, "run_as_non_root", json_boolean(sb->run_as_non_root));
 	bad |= json_object_set_new(o, "drop_all_capabilities",
 				   json_boolean(sb->drop_all_capabilities));
-	if (sb->workspace[0])
+	if (*bm_sandbox_workspace(sb))
 		bad |= json_object_set_new(o, "workspace", json_string(sb->workspace));
 	if (bad) {
 		json_decref(o);

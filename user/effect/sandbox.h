@@ -37,8 +37,18 @@ struct bm_sandbox {
 	struct bm_cidr cidrs[BM_REQ_MAX_CIDRS];
 	unsigned int n_cidrs;
 	bool read_only_root_fs, run_as_non_root, drop_all_capabilities;
-	char workspace[PATH_MAX];			/* absolute, bound read-write ("": none) */
+	/*
+	 * absolute, bound read-write (NULL or "": none); not owned here: a
+	 * request's (bm_request_free()) or run's own buffer
+	 */
+	const char *workspace;
 };
+
+/* Its workspace, "" for none. */
+static inline const char *bm_sandbox_workspace(const struct bm_sandbox *sb)
+{
+	return sb->workspace ? sb->workspace : "";
+}
 
 /* "none", "egress_restricted", "egress_allow_list", "full"; NULL if out of range. */
 const char *bm_netpol_name(enum bm_netpol p);

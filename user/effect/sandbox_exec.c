@@ -97,7 +97,7 @@ void bm_sandbox_exec(const struct bm_sandbox *sb, const struct bm_sandbox_ctx *c
 	/* a socket path fits sun_path (108 bytes) */
 	if (c->hide && c->isolate)
 		snprintf(x->mnt.hide, sizeof(x->mnt.hide), "%.200s", c->hide);
-	snprintf(x->mnt.workspace, sizeof(x->mnt.workspace), "%s", sb->workspace);
+	snprintf(x->mnt.workspace, sizeof(x->mnt.workspace), "%s", bm_sandbox_workspace(sb));
 	x->log_max = c->isolate ? c->log_max : 0;
 	describe(sb, c, x, enf);
 }
