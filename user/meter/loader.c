@@ -240,8 +240,56 @@ static void detach(struct bm_loader *l)
 		bpf_link__destroy(l->links[--l->n_links]);
 }
 
+/*
+ * With -v: the verifier's own account of each program (BPF_LOG_STATS, a
+ * few lines: its time, instructions processed, states), one line each, and
+ * the program's verified_insns. Costs the verifier nothing measurable.
+ */
+#define STATS_LOG 1024
+
+static void stats_arm(struct bm_meter_bpf *skel, char (*logs)[STATS_LOG], int max)
+{
+	struct bpf_program *p;
+	int i = 0;
+
+	bpf_object__for_each_program(p, skel->obj) {
+		if (i >= max)
+			break;
+		logs[i][0] = '\0';
+		if (!bpf_program__autoload(p))
+			continue;
+		bpf_program__set_log_level(p, 4);
+		bpf_program__set_log_buf(p, logs[i++], STATS_LOG);
+	}
+}
+
+static void stats_print(struct bm_meter_bpf *skel, char (*logs)[STATS_LOG], int max)
+{
+	struct bpf_prog_info info;
+	struct bpf_program *p;
+	uint32_t len;
+	char *c;
+	int i = 0;
+
+	bpf_object__for_each_program(p, skel->obj) {
+		if (i >= max || !bpf_program__autoload(p))
+			continue;
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len))
+			info.verified_insns = 0;
+		for (c = logs[i]; *c; c++)
+			if (*c == '\n')
+				*c = ' ';
+		bm_dbg("prog %s: verified_insns %u; %s", bpf_program__name(p), info.verified_insns,
+		       logs[i++]);
+	}
+}
+
 static int load(struct bm_loader *l, bool force_hash)
 {
+	char (*logs)[STATS_LOG] = NULL;
+	uint64_t t0;
 	enum bm_net_source net = BM_NET_SRC_TP;
 	struct btf *vmlinux;
 	int err;
@@ -256,7 +304,15 @@ static int load(struct bm_loader *l, bool force_hash)
 			break;
 		}
 		configure(l->skel, &l->feat, net, force_hash, l->ring_bytes, vmlinux);
+		if (bm_log_get_level() >= BM_LOG_DEBUG && !logs)
+			logs = calloc(MAX_LINKS, STATS_LOG);
+		if (logs)
+			stats_arm(l->skel, logs, MAX_LINKS);
+		t0 = bm_now_ns();
 		err = bm_meter_bpf__load(l->skel);
+		bm_dbg("meter loaded in %.1f ms: %s", (bm_now_ns() - t0) / 1e6, err ? strerror(-err) : "ok");
+		if (!err && logs)
+			stats_print(l->skel, logs, MAX_LINKS);
 		if (!err)
 			err = attach(l);
 		/* fexit is refused on some kernels (EPERM, no trampolines): meter without net */
@@ -269,6 +325,7 @@ static int load(struct bm_loader *l, bool force_hash)
 		net = BM_NET_SRC_NONE;
 	}
 	btf__free(vmlinux);
+	free(logs);
 	return err;
 }
 
