@@ -12,7 +12,7 @@
 #include <linux/bpf.h>		/* struct bpf_spin_lock */
 #endif
 
-#define BM_ABI_VERSION 3
+#define BM_ABI_VERSION 4
 
 /*
  * Flow windows (CPU, network, run-queue wait) live in a ring of BM_RING
@@ -147,6 +147,9 @@ struct bm_meter {
 	__u64 forks;			/* of those, the ones an effect task forked */
 	__u64 freed;			/* tasks that made their last switch (are gone) */
 	__u64 io_via[BM_IO_VIA__MAX];	/* bios charged, by how their cgroup was found */
+	__u64 cgid;			/* the cgroup's id, for its records (no pointer walk) */
+	__u32 ring;			/* bm_rings slot its records go to (0: bm_events) */
+	__u32 pad;
 	__u32 crossed[BM_RING];		/* per flow slot: dims whose crossing was reported */
 	__u32 io_crossed[BM_RING];	/* the same, per I/O slot */
 	__u32 lvl_crossed;		/* level dims whose crossing in lvl_win was reported */
@@ -228,7 +231,7 @@ _Static_assert(sizeof(struct bm_event) == 48, "bm_event changed: bump BM_ABI_VER
 _Static_assert(sizeof(struct bm_mm_state) == 16, "bm_mm_state changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_meta) == 16, "bm_meta changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_task_state) == 32, "bm_task_state changed: bump BM_ABI_VERSION");
-_Static_assert(sizeof(struct bm_meter) == 6848, "bm_meter changed: bump BM_ABI_VERSION");
+_Static_assert(sizeof(struct bm_meter) == 6864, "bm_meter changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_oom_event) == 96, "bm_oom_event changed: bump BM_ABI_VERSION");
 #endif
 

@@ -628,6 +628,7 @@ int bm_loader__add(struct bm_loader *l, const struct bm_cgroup *cg, uint64_t win
 	if (window_ns < BM_WINDOW_NS_MIN || window_ns > BM_WINDOW_NS_MAX)
 		return -EINVAL;
 	m.window_ns = window_ns;
+	m.cgid = cg->id;
 	m.first_win = m.last_win = m.lvl_win = start_ns / window_ns;
 	if (thresh)
 		memcpy(m.thresh, thresh, sizeof(m.thresh));
