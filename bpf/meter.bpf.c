@@ -88,6 +88,38 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } bm_events SEC(".maps");
 
+/*
+ * Where records go, by bm_meter.ring: slot 0 is bm_events (the loader's
+ * own, set at load); a run that reuses a pinned meter (user/meter/loader.c:
+ * a guest) puts a ring of its own in another slot and names it in the
+ * meters it adds, so that its records reach it and not the owner.
+ */
+#define BM_RINGS 64
+
+struct bm_ringbuf {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, BM_RINGS);
+	__type(key, __u32);
+	__array(values, struct bm_ringbuf);
+} bm_rings SEC(".maps");
+
+/* The ring of m's records: its guest's, or bm_events. */
+static __always_inline void *ring_of(struct bm_meter *m)
+{
+	__u32 r = m->ring;
+	void *rb;
+
+	if (!r)
+		return &bm_events;
+	rb = bpf_map_lookup_elem(&bm_rings, &r);
+	return rb ? rb : (void *)&bm_events;
+}
+
 /* Not used by the programs: read by a restarted agent deciding whether to adopt the pins. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -137,7 +169,7 @@ static __always_inline void emit_ev(struct bm_meter *m, __u32 type, __u32 dim, _
 {
 	struct bm_event *e;
 
-	e = bpf_ringbuf_reserve(&bm_events, sizeof(*e), 0);
+	e = bpf_ringbuf_reserve(ring_of(m), sizeof(*e), 0);
 	if (!e) {
 		stat_inc(BM_STAT_RB_DROPS);
 		return;
@@ -790,7 +822,7 @@ int BPF_PROG(bm_oom_victim, struct task_struct *task)
 
 	if (!m)
 		return 0;
-	e = bpf_ringbuf_reserve(&bm_events, sizeof(*e), 0);
+	e = bpf_ringbuf_reserve(ring_of(m), sizeof(*e), 0);
 	if (!e) {
 		stat_inc(BM_STAT_RB_DROPS);
 		return 0;

@@ -175,6 +175,9 @@ struct bm_meta {
 	__u32 abi;		/* BM_ABI_VERSION of the loader that pinned it */
 	__u32 features;		/* BM_META_* */
 	__u64 window_ns;	/* the default window of the agent that pinned it */
+	__u64 keep_until_ns;	/* a kept meter (run --keep-meter): unpinned then (CLOCK_MONOTONIC) */
+	__u32 reaper_pid;	/* the process that unpins it then; an older one seeing another quits */
+	__u32 pad;
 };
 
 /* Ring-buffer record types. */
@@ -229,7 +232,7 @@ struct bm_task_state {
 #ifndef __bpf__
 _Static_assert(sizeof(struct bm_event) == 48, "bm_event changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_mm_state) == 16, "bm_mm_state changed: bump BM_ABI_VERSION");
-_Static_assert(sizeof(struct bm_meta) == 16, "bm_meta changed: bump BM_ABI_VERSION");
+_Static_assert(sizeof(struct bm_meta) == 32, "bm_meta changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_task_state) == 32, "bm_task_state changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_meter) == 6864, "bm_meter changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_oom_event) == 96, "bm_oom_event changed: bump BM_ABI_VERSION");

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -49,11 +51,16 @@ void bm_log_libbpf(void)
 }
 
 /* The maps userspace uses, by index: the same whether loaded or adopted from pins. */
-enum { M_CGST, M_CGHASH, M_MM, M_EVENTS, M_STATS, M_MOVED, M_BLKALIAS, M_META, M__MAX };
+enum { M_CGST, M_CGHASH, M_MM, M_EVENTS, M_STATS, M_MOVED, M_BLKALIAS, M_RINGS, M_META, M__MAX };
 /* As pinned; bpffs takes no dots, so bm_moved is pinned under a name of its own. */
 static const char *const map_names[M__MAX] = {
-	"bm_cgst", "bm_cghash", "bm_mm", "bm_events", "bm_stats", "bm_moved", "bm_blkalias", "bm_meta",
+	"bm_cgst", "bm_cghash", "bm_mm", "bm_events", "bm_stats", "bm_moved", "bm_blkalias", "bm_rings",
+	"bm_meta",
 };
+
+/* bm_rings' slots (bpf/meter.bpf.c BM_RINGS); 0 is bm_events, the owner's. */
+#define RINGS 64
+#define GUEST_RING_BYTES (256 * 1024)
 
 /* The object's name of map i: global data is named after its section. */
 static const char *obj_map_name(int i)
@@ -80,6 +87,15 @@ struct bm_loader {
 	uint32_t slot_next;		/* where the search for a free slot starts */
 	uint64_t *stale;		/* cgroups whose meters went: their mms are forgotten in one pass */
 	size_t n_stale, cap_stale;
+	/* a guest of a pinned meter (reuse_dirs): the links held, our ring and its slot */
+	bool guest;
+	char reused[PATH_MAX];
+	int link_fd[MAX_LINKS];
+	int n_link_fd;
+	int ring_fd;
+	uint32_t ring_slot, ring_id;
+	uint64_t keep_ns;		/* keep the meter pinned so long after we end */
+	bool keep;			/* it is a kept meter (ours, or one we reuse) */
 };
 
 static bool btf_has_tracepoint(const struct btf *vmlinux, const char *tp)
@@ -359,6 +375,10 @@ static int pin(struct bm_loader *l)
 	uint32_t zero = 0;
 	int i, err;
 
+	/* kept: its time runs from now (the reaper starts when we end) */
+	if (l->keep)
+		meta.keep_until_ns = bm_now_ns() + l->keep_ns;
+
 	if (mkdir(l->pin_dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	if (bpf_map_update_elem(l->fd[M_META], &zero, &meta, 0))
@@ -482,9 +502,221 @@ static int load_or_adopt(struct bm_loader *l, bool force_hash, bool adopt_only)
 	return l->pin_dir[0] ? pin(l) : 0;
 }
 
+/* The id of the map behind fd, or 0. */
+static uint32_t map_id(int fd)
+{
+	struct bpf_map_info info;
+	uint32_t len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
+}
+
+/*
+ * A ring of our own in a free slot of bm_rings: slots are tried from one
+ * our pid picks; a slot is ours if, after we wrote it, it holds our ring
+ * (two guests that race for one: the later write wins, the earlier sees
+ * it and moves on).
+ */
+static int guest_ring(struct bm_loader *l)
+{
+	uint32_t k, slot, id;
+	int err = -ENOSPC;
+
+	l->ring_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "bm_guest", 0, 0, GUEST_RING_BYTES, NULL);
+	if (l->ring_fd < 0)
+		return -errno;
+	l->ring_id = map_id(l->ring_fd);
+	for (k = 0; k < RINGS - 1; k++) {
+		slot = 1 + ((uint32_t)getpid() + k) % (RINGS - 1);
+		if (!bpf_map_lookup_elem(l->fd[M_RINGS], &slot, &id) || errno != ENOENT)
+			continue;
+		if (bpf_map_update_elem(l->fd[M_RINGS], &slot, &l->ring_fd, BPF_ANY)) {
+			err = -errno;
+			continue;
+		}
+		if (!bpf_map_lookup_elem(l->fd[M_RINGS], &slot, &id) && id == l->ring_id) {
+			l->ring_slot = slot;
+			return 0;
+		}
+	}
+	return err;
+}
+
+/*
+ * Reuse the meter pinned in dir as a guest. Its links are held open, so
+ * that its programs stay attached until we end even if the pins go (an
+ * agent that stops, a kept meter's reaper).
+ */
+static int meta_get(const char *dir, struct bm_meta *meta, int *fdp);
+static void unpin_dir(const char *dir);
+
+static int guest_open(struct bm_loader *l, const char *dir)
+{
+	char path[PATH_MAX], name[32];
+	struct bm_meta meta;
+	int i, err, fd;
+
+	/* a kept meter past its time whose reaper is gone: unpinned here instead */
+	if (!strcmp(dir, BM_KEEP_PIN_DIR) && !meta_get(dir, &meta, &fd)) {
+		close(fd);
+		if (meta.abi == BM_ABI_VERSION && meta.keep_until_ns &&
+		    meta.keep_until_ns <= bm_now_ns()) {
+			unpin_dir(dir);
+			return -ESTALE;
+		}
+	}
+	snprintf(l->pin_dir, sizeof(l->pin_dir), "%s", dir);
+	err = adopt(l);
+	for (i = 0; !err && i < MAX_LINKS; i++) {
+		snprintf(name, sizeof(name), "link_%d", i);
+		fd = pin_path(l, name, path, sizeof(path)) ? -1 : bpf_obj_get(path);
+		if (fd < 0)
+			break;
+		l->link_fd[l->n_link_fd++] = fd;
+	}
+	if (!err)
+		err = guest_ring(l);
+	l->pin_dir[0] = '\0';
+	if (err)
+		return err;
+	l->guest = true;
+	snprintf(l->reused, sizeof(l->reused), "%s", dir);
+	l->keep = !strcmp(dir, BM_KEEP_PIN_DIR);
+	return 0;
+}
+
+static void guest_close(struct bm_loader *l)
+{
+	uint32_t id;
+
+	if (l->ring_slot && !bpf_map_lookup_elem(l->fd[M_RINGS], &l->ring_slot, &id) &&
+	    id == l->ring_id)
+		(void)bpf_map_delete_elem(l->fd[M_RINGS], &l->ring_slot);
+	l->ring_slot = 0;
+	if (l->ring_fd >= 0)
+		close(l->ring_fd);
+	l->ring_fd = -1;
+	while (l->n_link_fd)
+		close(l->link_fd[--l->n_link_fd]);
+}
+
+static void close_maps(struct bm_loader *l)
+{
+	int i;
+
+	for (i = 0; i < M__MAX; i++) {
+		if (l->fd[i] >= 0)
+			close(l->fd[i]);
+		l->fd[i] = -1;
+	}
+}
+
+static int meta_get(const char *dir, struct bm_meta *meta, int *fdp)
+{
+	char path[PATH_MAX];
+	uint32_t zero = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/bm_meta", dir);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	if (bpf_map_lookup_elem(fd, &zero, meta)) {
+		close(fd);
+		return -errno;
+	}
+	*fdp = fd;
+	return 0;
+}
+
+static void unpin_dir(const char *dir)
+{
+	struct bm_loader l = { 0 };
+
+	snprintf(l.pin_dir, sizeof(l.pin_dir), "%s", dir);
+	(void)bm_loader__unpin(&l);
+}
+
+/*
+ * The reaper of a kept meter: a process of its own (two forks, a session
+ * of its own, no fds of ours), that sleeps until the meter's keep_until_ns
+ * and unpins it then, unless a later run moved that on. It names itself in
+ * bm_meta; a reaper that finds another named there leaves it the job.
+ */
+static void reaper(const char *dir)
+{
+	struct timespec ts;
+	struct bm_meta meta;
+	uint32_t zero = 0;
+	int fd, i;
+
+	for (i = 3; i < 1024; i++)
+		close(i);
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		close(fd);
+	}
+	if (meta_get(dir, &meta, &fd))
+		return;
+	meta.reaper_pid = (uint32_t)getpid();
+	(void)bpf_map_update_elem(fd, &zero, &meta, 0);
+	close(fd);
+	for (;;) {
+		if (meta_get(dir, &meta, &fd))
+			return;
+		close(fd);
+		if (meta.reaper_pid != (uint32_t)getpid() || !meta.keep_until_ns)
+			return;
+		if (bm_now_ns() >= meta.keep_until_ns) {
+			unpin_dir(dir);
+			return;
+		}
+		ts.tv_sec = (time_t)(meta.keep_until_ns / BM_NSEC_PER_SEC);
+		ts.tv_nsec = (long)(meta.keep_until_ns % BM_NSEC_PER_SEC);
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+	}
+}
+
+/* Keep the meter pinned in BM_KEEP_PIN_DIR until keep_ns from now, and start its reaper. */
+static void keep_meter(struct bm_loader *l)
+{
+	struct bm_meta meta;
+	uint32_t zero = 0;
+	pid_t pid;
+	int fd;
+
+	if (meta_get(BM_KEEP_PIN_DIR, &meta, &fd))
+		return;
+	meta.keep_until_ns = bm_now_ns() + l->keep_ns;
+	if (bpf_map_update_elem(fd, &zero, &meta, 0))
+		bm_dbg("failed to keep the meter: %s", strerror(errno));
+	close(fd);
+	bm_dbg("meter kept in %s for %.3f s", BM_KEEP_PIN_DIR, l->keep_ns / 1e9);
+	pid = fork();
+	if (pid < 0)
+		return;
+	if (!pid) {
+		setsid();
+		if (!fork())
+			reaper(BM_KEEP_PIN_DIR);
+		_exit(0);
+	}
+	(void)waitpid(pid, NULL, 0);
+}
+
 bool bm_loader__adopted(const struct bm_loader *l)
 {
 	return l->adopted;
+}
+
+const char *bm_loader__reused(const struct bm_loader *l)
+{
+	return l->guest ? l->reused : NULL;
 }
 
 int bm_loader__prog_ids(const struct bm_loader *l, uint32_t *ids, int max)
@@ -518,28 +750,51 @@ static int on_record(void *ctx, void *data, size_t size)
 struct bm_loader *bm_loader__open(const struct bm_loader_opts *opts)
 {
 	struct bm_loader *l;
-	int err, i;
+	uint64_t t0;
+	int err = 0, i;
 
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
 	for (i = 0; i < M__MAX; i++)
 		l->fd[i] = -1;
+	l->ring_fd = -1;
 	l->on_event = opts ? opts->on_event : NULL;
 	l->ctx = opts ? opts->ctx : NULL;
 	l->ring_bytes = opts ? opts->ring_bytes : 0;
+	l->keep_ns = opts ? opts->keep_ns : 0;
 	if (opts && opts->pin_dir)
 		snprintf(l->pin_dir, sizeof(l->pin_dir), "%s", opts->pin_dir);
-	err = load_or_adopt(l, opts && opts->force_hash, opts && opts->adopt_only);
-	if (err)
-		goto err_free;
+	for (i = 0; opts && !opts->pin_dir && opts->reuse_dirs && opts->reuse_dirs[i]; i++) {
+		t0 = bm_now_ns();
+		err = guest_open(l, opts->reuse_dirs[i]);
+		if (!err) {
+			bm_dbg("reusing the meter pinned in %s (ring %u), in %.2f ms", l->reused,
+			       l->ring_slot, (bm_now_ns() - t0) / 1e6);
+			break;
+		}
+		bm_dbg("not reusing %s: %s", opts->reuse_dirs[i], strerror(-err));
+		guest_close(l);
+		close_maps(l);
+		l->adopted = false;
+	}
+	if (!l->guest) {
+		/* nothing to reuse: ours, pinned to be kept if asked */
+		if (l->keep_ns && !l->pin_dir[0]) {
+			snprintf(l->pin_dir, sizeof(l->pin_dir), "%s", BM_KEEP_PIN_DIR);
+			l->keep = true;
+		}
+		err = load_or_adopt(l, opts && opts->force_hash, opts && opts->adopt_only);
+		if (err)
+			goto err_free;
+	}
 	l->moved = mmap(NULL, BM_MOVED_SLOTS, PROT_READ | PROT_WRITE, MAP_SHARED, l->fd[M_MOVED], 0);
 	if (l->moved == MAP_FAILED) {
 		l->moved = NULL;
 		err = -errno;
 		goto err_free;
 	}
-	l->rb = ring_buffer__new(l->fd[M_EVENTS], on_record, l, NULL);
+	l->rb = ring_buffer__new(l->guest ? l->ring_fd : l->fd[M_EVENTS], on_record, l, NULL);
 	if (!l->rb) {
 		err = -errno;
 		goto err_free;
@@ -560,6 +815,10 @@ void bm_loader__free(struct bm_loader *l)
 		return;
 	bm_loader__forget_stale(l);
 	free(l->stale);
+	/* a kept meter, ours or reused, lives on keep_ns from now */
+	if (l->keep && l->keep_ns && (l->guest || l->skel))
+		keep_meter(l);
+	guest_close(l);
 	ring_buffer__free(l->rb);
 	if (l->moved)
 		munmap((void *)l->moved, BM_MOVED_SLOTS);
@@ -632,7 +891,9 @@ int bm_loader__add(struct bm_loader *l, const struct bm_cgroup *cg, uint64_t win
 	m.first_win = m.last_win = m.lvl_win = start_ns / window_ns;
 	if (thresh)
 		memcpy(m.thresh, thresh, sizeof(m.thresh));
-	m.slot = slot_alloc(l);
+	/* a guest's meters are marked nowhere: the owner hands out the slots */
+	m.slot = l->guest ? BM_SLOT_NONE : slot_alloc(l);
+	m.ring = l->ring_slot;
 	if (m.slot != BM_SLOT_NONE)
 		l->moved[m.slot] = 0;
 	fd = meter_map(l, cg, &key);
