@@ -96,6 +96,7 @@ struct bm_loader {
 	uint32_t ring_slot, ring_id;
 	uint64_t keep_ns;		/* keep the meter pinned so long after we end */
 	bool keep;			/* it is a kept meter (ours, or one we reuse) */
+	char keep_dir[PATH_MAX];	/* where kept meters are pinned */
 };
 
 static bool btf_has_tracepoint(const struct btf *vmlinux, const char *tp)
@@ -558,7 +559,7 @@ static int guest_open(struct bm_loader *l, const char *dir)
 	int i, err, fd;
 
 	/* a kept meter past its time whose reaper is gone: unpinned here instead */
-	if (!strcmp(dir, BM_KEEP_PIN_DIR) && !meta_get(dir, &meta, &fd)) {
+	if (!strcmp(dir, l->keep_dir) && !meta_get(dir, &meta, &fd)) {
 		close(fd);
 		if (meta.abi == BM_ABI_VERSION && meta.keep_until_ns &&
 		    meta.keep_until_ns <= bm_now_ns()) {
@@ -582,7 +583,7 @@ static int guest_open(struct bm_loader *l, const char *dir)
 		return err;
 	l->guest = true;
 	snprintf(l->reused, sizeof(l->reused), "%s", dir);
-	l->keep = !strcmp(dir, BM_KEEP_PIN_DIR);
+	l->keep = !strcmp(dir, l->keep_dir);
 	return 0;
 }
 
@@ -642,13 +643,15 @@ static void unpin_dir(const char *dir)
  * The reaper of a kept meter: a process of its own (two forks, a session
  * of its own, no fds of ours), that sleeps until the meter's keep_until_ns
  * and unpins it then, unless a later run moved that on. It names itself in
- * bm_meta; a reaper that finds another named there leaves it the job.
+ * bm_meta; a reaper that finds another named there (it looks every second)
+ * leaves it the job.
  */
 static void reaper(const char *dir)
 {
 	struct timespec ts;
 	struct bm_meta meta;
 	uint32_t zero = 0;
+	uint64_t wake;
 	int fd, i;
 
 	for (i = 3; i < 1024; i++)
@@ -675,14 +678,17 @@ static void reaper(const char *dir)
 			unpin_dir(dir);
 			return;
 		}
-		ts.tv_sec = (time_t)(meta.keep_until_ns / BM_NSEC_PER_SEC);
-		ts.tv_nsec = (long)(meta.keep_until_ns % BM_NSEC_PER_SEC);
+		/* a second at most: a newer reaper or a dropped meter ends us soon after */
+		wake = bm_now_ns() + BM_NSEC_PER_SEC;
+		wake = wake < meta.keep_until_ns ? wake : meta.keep_until_ns;
+		ts.tv_sec = (time_t)(wake / BM_NSEC_PER_SEC);
+		ts.tv_nsec = (long)(wake % BM_NSEC_PER_SEC);
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 			;
 	}
 }
 
-/* Keep the meter pinned in BM_KEEP_PIN_DIR until keep_ns from now, and start its reaper. */
+/* Keep the meter pinned in keep_dir until keep_ns from now, and start its reaper. */
 static void keep_meter(struct bm_loader *l)
 {
 	struct bm_meta meta;
@@ -690,20 +696,20 @@ static void keep_meter(struct bm_loader *l)
 	pid_t pid;
 	int fd;
 
-	if (meta_get(BM_KEEP_PIN_DIR, &meta, &fd))
+	if (meta_get(l->keep_dir, &meta, &fd))
 		return;
 	meta.keep_until_ns = bm_now_ns() + l->keep_ns;
 	if (bpf_map_update_elem(fd, &zero, &meta, 0))
 		bm_dbg("failed to keep the meter: %s", strerror(errno));
 	close(fd);
-	bm_dbg("meter kept in %s for %.3f s", BM_KEEP_PIN_DIR, l->keep_ns / 1e9);
+	bm_dbg("meter kept in %s for %.3f s", l->keep_dir, l->keep_ns / 1e9);
 	pid = fork();
 	if (pid < 0)
 		return;
 	if (!pid) {
 		setsid();
 		if (!fork())
-			reaper(BM_KEEP_PIN_DIR);
+			reaper(l->keep_dir);
 		_exit(0);
 	}
 	(void)waitpid(pid, NULL, 0);
@@ -763,6 +769,8 @@ struct bm_loader *bm_loader__open(const struct bm_loader_opts *opts)
 	l->ctx = opts ? opts->ctx : NULL;
 	l->ring_bytes = opts ? opts->ring_bytes : 0;
 	l->keep_ns = opts ? opts->keep_ns : 0;
+	snprintf(l->keep_dir, sizeof(l->keep_dir), "%s",
+		 opts && opts->keep_dir ? opts->keep_dir : BM_KEEP_PIN_DIR);
 	if (opts && opts->pin_dir)
 		snprintf(l->pin_dir, sizeof(l->pin_dir), "%s", opts->pin_dir);
 	for (i = 0; opts && !opts->pin_dir && opts->reuse_dirs && opts->reuse_dirs[i]; i++) {
@@ -781,7 +789,7 @@ struct bm_loader *bm_loader__open(const struct bm_loader_opts *opts)
 	if (!l->guest) {
 		/* nothing to reuse: ours, pinned to be kept if asked */
 		if (l->keep_ns && !l->pin_dir[0]) {
-			snprintf(l->pin_dir, sizeof(l->pin_dir), "%s", BM_KEEP_PIN_DIR);
+			snprintf(l->pin_dir, sizeof(l->pin_dir), "%s", l->keep_dir);
 			l->keep = true;
 		}
 		err = load_or_adopt(l, opts && opts->force_hash, opts && opts->adopt_only);

@@ -40,10 +40,11 @@ struct bm_loader_opts {
 	const char *const *reuse_dirs;
 	/*
 	 * Keep the meter for keep_ns after we end (run --keep-meter): a meter
-	 * loaded here is pinned in BM_KEEP_PIN_DIR, one reused there has its
+	 * loaded here is pinned in keep_dir, one reused there has its
 	 * lifetime extended; a reaper process unpins it once that has passed.
 	 */
 	uint64_t keep_ns;
+	const char *keep_dir;	/* where kept meters are pinned; NULL: BM_KEEP_PIN_DIR */
 };
 
 /* Where a kept meter is pinned (run --keep-meter); the agent's is BM_AGENT_PIN_DIR. */
