@@ -201,7 +201,7 @@ static __always_inline void bm_flow_crossed(struct bm_meter *m, __u32 d, __u64 x
  * store is what was charged already: no per-CPU timestamps, no wakeup hook.
  * The wait is charged to the window in which the current slice began.
  * t is the current task (sched_switch's prev, the tick's current): its
- * meter's slots open in bm_open_cur().
+ * meter's slots open in bm_open_cur(); both run with interrupts off.
  */
 static __always_inline void charge(struct task_struct *t, struct bm_meter *m)
 {
@@ -261,7 +261,7 @@ static __always_inline void charge(struct task_struct *t, struct bm_meter *m)
 		/* the wait ended where the current slice began: usually in now's window */
 		slice = sum - prev_sum;
 		slice = slice < now ? now - slice : 0;
-		lost2 = bm_flow_add_cur(m, BM_DIM_RUNQ, bm_window_of(m, slice), wait, lane);
+		lost2 = bm_flow_add_irqoff(m, BM_DIM_RUNQ, bm_window_of(m, slice), wait, lane);
 		if (lost2)
 			__sync_fetch_and_add(&m->late[BM_DIM_RUNQ], lost2);
 	}
@@ -489,7 +489,10 @@ int BPF_PROG(bm_rss, struct mm_struct *mm, int member)
 	}
 	pages = bm_mm_resident_pages(mm);
 	bytes = pages > 0 ? (__u64)pages << cfg_page_shift : 0;
-	old = __sync_lock_test_and_set(&st->bytes, bytes);
+	/* the central counts move once per per-CPU batch: most events change nothing, no atomic then */
+	old = *(volatile __u64 *)&st->bytes;
+	if (bytes != old)
+		old = __sync_lock_test_and_set(&st->bytes, bytes);
 	if (!bytes)
 		bpf_map_delete_elem(&bm_mm, &key);
 	if (bytes == old)

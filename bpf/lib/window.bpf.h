@@ -19,6 +19,13 @@
 
 #include "lib/bucket.bpf.h"
 
+/*
+ * Every CPU has a lane of its own (no more CPUs than lanes; set by the
+ * loader): then an add from a program that runs with interrupts off (the
+ * switch, the tick) cannot race another on its lane, and needs no atomic.
+ */
+const volatile __u8 cfg_plain_lanes;
+
 /* A byte per meter slot: see BM_MOVED_SLOTS. Global data, so storing to it is no helper call. */
 __u8 bm_moved[BM_MOVED_SLOTS] SEC(".data.moved");
 
@@ -167,11 +174,12 @@ __attribute__((noinline)) int bm_open_cur(__u32 d, __u64 x)
  * event by the caller). With a threshold set, the
  * lanes are summed and the first add that finds the sum at or over it
  * reports the crossing (the fetch-or on crossed[] lets exactly one win).
- * cur: m is the current task's meter, so the slot opens in bm_open_cur().
+ * cur: m is the current task's meter, so the slot opens in bm_open_cur();
+ * irqoff: the caller runs with interrupts off (see cfg_plain_lanes).
  * Returns v if window x has left the ring (the caller counts it late), or 0.
  */
 static __always_inline __u64 __bm_flow_add(struct bm_meter *m, __u32 d, __u64 x, __u64 v,
-					   __u32 lane, bool cur)
+					   __u32 lane, bool cur, bool irqoff)
 {
 	__u32 s;
 	__u64 t, sum;
@@ -191,7 +199,10 @@ static __always_inline __u64 __bm_flow_add(struct bm_meter *m, __u32 d, __u64 x,
 		if (err)
 			return v;
 	}
-	__sync_fetch_and_add(bm_val(m, d, lane, s), v);
+	if (irqoff && cfg_plain_lanes)
+		*bm_val(m, d, lane, s) += v;
+	else
+		__sync_fetch_and_add(bm_val(m, d, lane, s), v);
 	t = m->thresh[d];
 	if (!t)
 		return 0;
@@ -205,12 +216,19 @@ static __always_inline __u64 __bm_flow_add(struct bm_meter *m, __u32 d, __u64 x,
 static __always_inline __u64 bm_flow_add_cur(struct bm_meter *m, __u32 d, __u64 x, __u64 v,
 					     __u32 lane)
 {
-	return __bm_flow_add(m, d, x, v, lane, true);
+	return __bm_flow_add(m, d, x, v, lane, true, false);
+}
+
+/* The same, from a program that runs with interrupts off (sched_switch, the tick's hrtimer). */
+static __always_inline __u64 bm_flow_add_irqoff(struct bm_meter *m, __u32 d, __u64 x, __u64 v,
+						__u32 lane)
+{
+	return __bm_flow_add(m, d, x, v, lane, true, true);
 }
 
 static __always_inline __u64 bm_flow_add(struct bm_meter *m, __u32 d, __u64 x, __u64 v, __u32 lane)
 {
-	return __bm_flow_add(m, d, x, v, lane, false);
+	return __bm_flow_add(m, d, x, v, lane, false, false);
 }
 
 /* This CPU's lane. */
@@ -248,7 +266,7 @@ static long bm_split_one(__u64 i, void *ctx)
 	lo = x == sp->ws ? sp->start : x * W;
 	hi = x == sp->we ? sp->end : (x + 1) * W;
 	if (hi > lo)
-		sp->lost += bm_flow_add_cur(sp->m, d, x, hi - lo, lane);
+		sp->lost += bm_flow_add_irqoff(sp->m, d, x, hi - lo, lane);
 	return 0;
 }
 
@@ -257,7 +275,8 @@ static long bm_split_one(__u64 i, void *ctx)
  * no window holds more than it lasted. The common cases, an interval within
  * one window or across one edge, cost no division and no loop; a
  * longer one goes through bpf_loop(), which the verifier checks once rather
- * than once per iteration. m is the current task's meter. Returns what
+ * than once per iteration. m is the current task's meter, and interrupts
+ * are off (sched_switch, the tick: bm_flow_add_irqoff()). Returns what
  * found no window (older than BM_SPLIT windows, or than the ring).
  */
 static __always_inline __u64 bm_add_interval(struct bm_meter *m, __u32 d, __u64 start, __u64 end,
@@ -271,10 +290,10 @@ static __always_inline __u64 bm_add_interval(struct bm_meter *m, __u32 d, __u64 
 	sp.ws = bm_window_of(m, start);
 	edge = (sp.ws + 1) * W;
 	if (end <= edge)
-		return bm_flow_add_cur(m, d, sp.ws, end - start, lane);
+		return bm_flow_add_irqoff(m, d, sp.ws, end - start, lane);
 	if (end - edge <= W)
-		return bm_flow_add_cur(m, d, sp.ws, edge - start, lane) +
-		       bm_flow_add_cur(m, d, sp.ws + 1, end - edge, lane);
+		return bm_flow_add_irqoff(m, d, sp.ws, edge - start, lane) +
+		       bm_flow_add_irqoff(m, d, sp.ws + 1, end - edge, lane);
 	sp.we = end / W;
 	if (sp.we - sp.ws >= BM_SPLIT) {
 		sp.ws = sp.we - BM_SPLIT + 1;

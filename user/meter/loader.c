@@ -176,6 +176,8 @@ static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum 
 	skel->rodata->cfg_cgrp_storage = feat->cgrp_storage;
 	skel->rodata->cfg_page_shift = page_shift();
 	skel->rodata->cfg_tick_fn = tick_fn;
+	/* a lane per CPU: the switch and the tick add without atomics (bpf/lib/window.bpf.h) */
+	skel->rodata->cfg_plain_lanes = libbpf_num_possible_cpus() <= BM_LANES;
 	if (ring_bytes)
 		bpf_map__set_max_entries(skel->maps.bm_events, ring_bytes);
 	/* the unused meter map stays referenced by dead code: make it a 1-entry hash */
