@@ -21,7 +21,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Load-time knobs, written by the loader between open and load. */
 const volatile __u8 cfg_cgrp_storage = 1;	/* meters in cgroup storage (6.2+), else bm_cghash */
-const volatile __u64 cfg_tick_fn;		/* address of the scheduler tick's hrtimer function */
+__u64 bm_tick_fn;				/* address of the tick's hrtimer function (bm_find_tick) */
 const volatile __u32 cfg_page_shift = 12;
 
 /* The meters: cgroup local storage where the kernel has it, a hash by cgroup id where not. */
@@ -303,12 +303,31 @@ int BPF_PROG(bm_tick, struct hrtimer *timer)
 	struct task_struct *cur;
 	struct bm_meter *m;
 
-	if ((__u64)timer->function != cfg_tick_fn)
+	if ((__u64)timer->function != bm_tick_fn)
 		return 0;
 	cur = bpf_get_current_task_btf();
 	m = meter_of(cur);
 	if (m)
 		charge(cur, m);
+	return 0;
+}
+
+/*
+ * The tick's function, found by bm_find_tick() right after the load, from
+ * the kernel's own symbol table: no read of /proc/kallsyms (5 MB the kernel
+ * formats as it is read) at every load.
+ */
+const char bm_tick_names[2][24] = { "tick_nohz_handler", "tick_sched_timer" };
+
+SEC("syscall")
+int bm_find_tick(void *ctx)
+{
+	__u64 addr = 0;
+
+	/* tick_nohz_handler since 6.9, tick_sched_timer before */
+	if (bpf_kallsyms_lookup_name(bm_tick_names[0], sizeof(bm_tick_names[0]), 0, &addr) || !addr)
+		bpf_kallsyms_lookup_name(bm_tick_names[1], sizeof(bm_tick_names[1]), 0, &addr);
+	bm_tick_fn = addr;
 	return 0;
 }
 
@@ -512,13 +531,14 @@ int BPF_PROG(bm_rss, struct mm_struct *mm, int member)
 
 static __always_inline void reclaim_begin(void)
 {
-	struct task_struct *cur = bpf_get_current_task_btf();
 	struct bm_task_state *ts;
 
-	if (!meter_of(cur))
-		return;
-	/* no allocation while the allocator reclaims: a task without storage is not timed */
-	ts = bpf_task_storage_get(&bm_task, cur, 0, 0);
+	/*
+	 * Only tasks with storage (born in or moved into an effect) are timed;
+	 * one that left its effect since is told apart at the end. No allocation
+	 * while the allocator reclaims.
+	 */
+	ts = bpf_task_storage_get(&bm_task, bpf_get_current_task_btf(), 0, 0);
 	if (ts)
 		ts->reclaim_ns = bpf_ktime_get_ns();
 }
@@ -529,13 +549,12 @@ static __always_inline void reclaim_end(void)
 	struct bm_task_state *ts;
 	struct bm_meter *m;
 
-	m = meter_of(cur);
-	if (!m)
-		return;
 	ts = bpf_task_storage_get(&bm_task, cur, 0, 0);
 	if (!ts || !ts->reclaim_ns)
 		return;
-	__sync_fetch_and_add(&m->stall_ns, bpf_ktime_get_ns() - ts->reclaim_ns);
+	m = meter_of(cur);
+	if (m)
+		__sync_fetch_and_add(&m->stall_ns, bpf_ktime_get_ns() - ts->reclaim_ns);
 	ts->reclaim_ns = 0;
 }
 

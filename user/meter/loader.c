@@ -99,56 +99,43 @@ struct bm_loader {
 	char keep_dir[PATH_MAX];	/* where kept meters are pinned */
 };
 
-static bool btf_has_tracepoint(const struct btf *vmlinux, const char *tp)
-{
-	char name[128];
-
-	snprintf(name, sizeof(name), "btf_trace_%s", tp);
-	return btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) > 0;
-}
-
 /*
- * The hrtimer function of the scheduler tick: tick_nohz_handler since 6.9,
- * tick_sched_timer before. /proc/kallsyms is 5 MB the kernel formats as we
- * read: big reads, a substring search, and a stop as soon as it is found
- * (the symbols come in address order, the tick's a third of the way in).
+ * What configure() asks of the kernel's BTF, found in one pass over its
+ * types: a lookup by name is a linear search, and one per program cost
+ * as much again as libbpf's own.
  */
-static uint64_t find_tick_fn(void)
-{
-	static const char *const names[] = { " tick_nohz_handler\n", " tick_sched_timer\n" };
-	size_t keep = 0, len, i;
-	uint64_t found = 0;
-	char *buf, *hit, *line;
-	ssize_t n;
-	int fd;
+struct btf_want {
+	const char *name;
+	int kind;
+	bool found;
+};
 
-	fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
-	buf = malloc(1 << 20);
-	while (fd >= 0 && buf && !found && (n = read(fd, buf + keep, (1 << 20) - keep - 1)) > 0) {
-		len = keep + (size_t)n;
-		buf[len] = '\0';
-		for (i = 0; i < BM_ARRAY_SIZE(names) && !found; i++) {
-			hit = strstr(buf, names[i]);
-			if (!hit)
-				continue;
-			for (line = hit; line > buf && line[-1] != '\n'; line--)
-				;
-			found = strtoull(line, NULL, 16);
-		}
-		/* a name may straddle two reads: carry the last partial line over */
-		line = memrchr(buf, '\n', len);
-		keep = line ? len - (size_t)(line + 1 - buf) : 0;
-		memmove(buf, buf + len - keep, keep);
+static void btf_find_all(const struct btf *vmlinux, struct btf_want *w, int n)
+{
+	uint32_t i, nr = btf__type_cnt(vmlinux);
+	const struct btf_type *t;
+	const char *name;
+	int k;
+
+	for (i = 1; i < nr; i++) {
+		t = btf__type_by_id(vmlinux, i);
+		if (!t || !t->name_off)
+			continue;
+		name = btf__name_by_offset(vmlinux, t->name_off);
+		for (k = 0; name && k < n; k++)
+			if (!w[k].found && btf_kind(t) == w[k].kind && !strcmp(name, w[k].name))
+				w[k].found = true;
 	}
-	free(buf);
-	if (fd >= 0)
-		close(fd);
-	return found;
 }
 
-static bool btf_has_func(const struct btf *vmlinux, const char *fn)
+static bool wanted(const struct btf_want *w, int n, const char *name, int kind)
 {
-	return btf__find_by_name_kind(vmlinux, fn, BTF_KIND_FUNC) > 0;
+	int k;
+
+	for (k = 0; k < n; k++)
+		if (w[k].kind == kind && !strcmp(w[k].name, name))
+			return w[k].found;
+	return false;
 }
 
 static unsigned int page_shift(void)
@@ -168,14 +155,30 @@ static unsigned int page_shift(void)
 static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum bm_net_source net,
 		      bool force_hash, uint32_t ring_bytes, const struct btf *vmlinux)
 {
+	enum { MAX_WANT = 32 };
+	struct btf_want want[MAX_WANT];
+	char names[MAX_WANT][128];
 	struct bpf_program *p;
-	uint64_t tick_fn = find_tick_fn();
 	bool kf;
+	int n = 0;
+
+	/* the tracepoints of the programs and the kfuncs */
+	bpf_object__for_each_program(p, skel->obj) {
+		const char *sec = bpf_program__section_name(p);
+
+		if (strncmp(sec, "tp_btf/", 7) || n >= MAX_WANT - 2)
+			continue;
+		snprintf(names[n], sizeof(names[n]), "btf_trace_%s", sec + 7);
+		want[n] = (struct btf_want){ names[n], BTF_KIND_TYPEDEF, false };
+		n++;
+	}
+	want[n++] = (struct btf_want){ "bpf_cgroup_from_id", BTF_KIND_FUNC, false };
+	want[n++] = (struct btf_want){ "bpf_cgroup_release", BTF_KIND_FUNC, false };
+	btf_find_all(vmlinux, want, n);
 
 	feat->cgrp_storage = !force_hash && libbpf_probe_bpf_map_type(BM_MAP_TYPE_CGRP_STORAGE, NULL) > 0;
 	skel->rodata->cfg_cgrp_storage = feat->cgrp_storage;
 	skel->rodata->cfg_page_shift = page_shift();
-	skel->rodata->cfg_tick_fn = tick_fn;
 	/* a lane per CPU: the switch and the tick add without atomics (bpf/lib/window.bpf.h) */
 	skel->rodata->cfg_plain_lanes = libbpf_num_possible_cpus() <= BM_LANES;
 	if (ring_bytes)
@@ -191,12 +194,15 @@ static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum 
 	/* a tracepoint this kernel lacks is left out, never guessed at */
 	bpf_object__for_each_program(p, skel->obj) {
 		const char *sec = bpf_program__section_name(p);
+		char tp[160];
 
-		if (!strncmp(sec, "tp_btf/", 7) && !btf_has_tracepoint(vmlinux, sec + 7))
+		snprintf(tp, sizeof(tp), "btf_trace_%s", sec + 7);
+		if (!strncmp(sec, "tp_btf/", 7) && !wanted(want, n, tp, BTF_KIND_TYPEDEF))
 			bpf_program__set_autoload(p, false);
 	}
-	feat->tick = tick_fn && bpf_program__autoload(skel->progs.bm_tick);
-	bpf_program__set_autoload(skel->progs.bm_tick, feat->tick);
+	/* the tick: its hrtimer function's address is found after the load (find_tick()) */
+	feat->tick = bpf_program__autoload(skel->progs.bm_tick);
+	bpf_program__set_autoload(skel->progs.bm_find_tick, feat->tick);
 	feat->reclaim = bpf_program__autoload(skel->progs.bm_dreclaim_beg) &&
 			bpf_program__autoload(skel->progs.bm_dreclaim_end);
 
@@ -207,8 +213,8 @@ static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum 
 	 * (6.2+, as the storage) makes it a cgroup. Without that kfunc, I/O is
 	 * the submitting task's only, and v1 twins cannot be told.
 	 */
-	kf = feat->cgrp_storage && btf_has_func(vmlinux, "bpf_cgroup_from_id") &&
-	     btf_has_func(vmlinux, "bpf_cgroup_release") &&
+	kf = feat->cgrp_storage && wanted(want, n, "bpf_cgroup_from_id", BTF_KIND_FUNC) &&
+	     wanted(want, n, "bpf_cgroup_release", BTF_KIND_FUNC) &&
 	     bpf_program__autoload(skel->progs.bm_bio_queue_kf);
 	bpf_program__set_autoload(kf ? skel->progs.bm_bio_queue : skel->progs.bm_bio_queue_kf, false);
 	feat->io = bpf_program__autoload(skel->progs.bm_bio_queue) ||
@@ -232,14 +238,33 @@ static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum 
 	       feat->oom ? "on" : "off");
 }
 
+/*
+ * The scheduler tick's hrtimer function, from the kernel's symbols
+ * (bm_find_tick(), a syscall program run once): where it is not found the
+ * tick program stays detached and CPU is charged at switches only.
+ */
+static void find_tick(struct bm_loader *l)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+
+	if (!l->feat.tick)
+		return;
+	if (bpf_prog_test_run_opts(bpf_program__fd(l->skel->progs.bm_find_tick), &opts) ||
+	    !l->skel->bss->bm_tick_fn)
+		l->feat.tick = false;
+	bm_dbg("tick function %s", l->feat.tick ? "found" : "not found: CPU charged at switches only");
+}
+
 /* Attach every program that loaded, keeping the links (to pin them). */
 static int attach(struct bm_loader *l)
 {
 	struct bpf_program *p;
 	struct bpf_link *link;
 
+	find_tick(l);
 	bpf_object__for_each_program(p, l->skel->obj) {
-		if (!bpf_program__autoload(p))
+		if (!bpf_program__autoload(p) || p == l->skel->progs.bm_find_tick ||
+		    (p == l->skel->progs.bm_tick && !l->feat.tick))
 			continue;
 		link = bpf_program__attach(p);
 		if (!link)
