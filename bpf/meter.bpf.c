@@ -203,13 +203,12 @@ static __always_inline void bm_flow_crossed(struct bm_meter *m, __u32 d, __u64 x
  * t is the current task (sched_switch's prev, the tick's current): its
  * meter's slots open in bm_open_cur(); both run with interrupts off.
  */
-static __always_inline void charge(struct task_struct *t, struct bm_meter *m)
+static __always_inline void charge(struct task_struct *t, struct bm_meter *m, __u64 now)
 {
 	struct bm_task_state *ts;
-	__u64 sum, rd, prev_sum, cpu, wait, slice, now, start, lost = 0, lost2 = 0;
+	__u64 sum, rd, prev_sum, cpu, wait, slice, start, lost = 0, lost2 = 0;
 	__u32 lane;
 
-	now = bpf_ktime_get_ns();
 	sum = t->se.sum_exec_runtime;
 	rd = t->sched_info.run_delay;
 	prev_sum = t->se.prev_sum_exec_runtime;
@@ -271,6 +270,46 @@ static __always_inline void charge(struct task_struct *t, struct bm_meter *m)
 
 static __always_inline void gone(struct bm_meter *m);
 
+/*
+ * The time at a switch without a clock read: bpf_ktime_get_ns() is most of
+ * the switch path's cost (~100 ns where the clocksource read is an indirect
+ * call behind mitigations). The scheduler has just stamped prev with its
+ * run-queue clock (se.exec_start, at update_curr()); each CPU keeps one
+ * pair (ktime, exec_start) taken together, at the tick or at a switch, and
+ * a switch within BM_CLK_SPAN of it reads the time off its own stamp. The
+ * run-queue clock leaves out interrupt and steal time, so the estimate is
+ * short by what of those fell since the pair (bounded by the span); a CPU
+ * with no pair that recent (idle, no tick) reads the clock and makes one.
+ */
+#define BM_CLK_CPUS 1024
+#define BM_CLK_SPAN (4 * 1000 * 1000ULL)
+
+struct bm_clk bm_clk[BM_CLK_CPUS];
+
+static __always_inline void clk_sync(__u32 cpu, __u64 k, __u64 c)
+{
+	if (cpu < BM_CLK_CPUS) {
+		bm_clk[cpu].k = k;
+		bm_clk[cpu].c = c;
+	}
+}
+
+static __always_inline __u64 switch_now(struct task_struct *t)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u64 c = t->se.exec_start, now;
+
+	if (cpu < BM_CLK_CPUS) {
+		struct bm_clk *k = &bm_clk[cpu];
+
+		if (k->k && c >= k->c && c - k->c < BM_CLK_SPAN)
+			return k->k + (c - k->c);
+	}
+	now = bpf_ktime_get_ns();
+	clk_sync(cpu, now, c);
+	return now;
+}
+
 /* TASK_DEAD: prev_state at a task's last switch (do_task_dead()); it never runs again */
 #define BM_TASK_DEAD 0x0080
 
@@ -290,7 +329,7 @@ int BPF_PROG(bm_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	m = meter_of(prev);
 	if (!m)
 		return 0;
-	charge(prev, m);
+	charge(prev, m, switch_now(prev));
 	if (prev_state == BM_TASK_DEAD)
 		gone(m);
 	return 0;
@@ -303,12 +342,18 @@ int BPF_PROG(bm_tick, struct hrtimer *timer)
 	struct task_struct *cur;
 	struct bm_meter *m;
 
+	__u64 now;
+
 	if ((__u64)timer->function != bm_tick_fn)
 		return 0;
 	cur = bpf_get_current_task_btf();
+	/* the tick has just run update_curr(): its clock and the current task's stamp are a pair */
+	now = bpf_ktime_get_ns();
+	if (cur->pid)
+		clk_sync(bpf_get_smp_processor_id(), now, cur->se.exec_start);
 	m = meter_of(cur);
 	if (m)
-		charge(cur, m);
+		charge(cur, m, now);
 	return 0;
 }
 

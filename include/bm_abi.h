@@ -215,6 +215,12 @@ struct bm_oom_event {
 	char comm[BM_COMM_LEN];
 };
 
+/* A CPU's clock pair in the meter's bm_clk (bpf/meter.bpf.c switch_now()): ktime and exec_start. */
+struct bm_clk {
+	__u64 k, c;
+	__u64 pad[6];	/* a cache line per CPU */
+};
+
 /* Per-mm state in bm_mm: the mm's last resident size, to turn absolute counters into deltas. */
 struct bm_mm_state {
 	__u64 cgid;		/* cgroup charged with this mm */

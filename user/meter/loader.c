@@ -16,6 +16,7 @@
 #include <bpf/libbpf.h>
 
 #include "base/common.h"
+#include "bm_abi.h"
 #include "meter.skel.h"
 #include "meter/loader.h"
 
