@@ -21,7 +21,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Load-time knobs, written by the loader between open and load. */
 const volatile __u8 cfg_cgrp_storage = 1;	/* meters in cgroup storage (6.2+), else bm_cghash */
-__u64 bm_tick_fn;				/* address of the tick's hrtimer function (bm_find_tick) */
+__u64 bm_tick_fn;			/* address of the tick's hrtimer function (bm_find_tick) */
 const volatile __u32 cfg_page_shift = 12;
 
 /* The meters: cgroup local storage where the kernel has it, a hash by cgroup id where not. */
@@ -553,7 +553,7 @@ int BPF_PROG(bm_rss, struct mm_struct *mm, int member)
 	}
 	pages = bm_mm_resident_pages(mm);
 	bytes = pages > 0 ? (__u64)pages << cfg_page_shift : 0;
-	/* the central counts move once per per-CPU batch: most events change nothing, no atomic then */
+	/* the central counts move once per per-CPU batch: most events change nothing */
 	old = *(volatile __u64 *)&st->bytes;
 	if (bytes != old)
 		old = __sync_lock_test_and_set(&st->bytes, bytes);

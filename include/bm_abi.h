@@ -175,8 +175,8 @@ struct bm_meta {
 	__u32 abi;		/* BM_ABI_VERSION of the loader that pinned it */
 	__u32 features;		/* BM_META_* */
 	__u64 window_ns;	/* the default window of the agent that pinned it */
-	__u64 keep_until_ns;	/* a kept meter (run --keep-meter): unpinned then (CLOCK_MONOTONIC) */
-	__u32 reaper_pid;	/* the process that unpins it then; an older one seeing another quits */
+	__u64 keep_until_ns;	/* a kept meter (run --keep-meter) goes then (monotonic) */
+	__u32 reaper_pid;	/* the process that unpins it; an older one seeing another quits */
 	__u32 pad;
 };
 

@@ -18,7 +18,7 @@ static bool pinned(void)
 	return !access(path, F_OK);
 }
 
-/* Within timeout_ms the kept meter is unpinned (its reaper, our child by then, is reaped by check_clean). */
+/* Within timeout_ms the kept meter is unpinned (its reaper, our child by then, is reaped later). */
 static bool unpinned_within(int timeout_ms)
 {
 	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ULL;

@@ -170,8 +170,8 @@ static int start(struct run_state *s, const struct bm_sup_opts *so)
 	/* $BURSTMETER_KEEP_DIR: another place for kept meters (tests) */
 	const char *keep_dir = getenv("BURSTMETER_KEEP_DIR");
 	/* an agent's meter, else a kept one: reused where there is one (not to test the hash) */
-	const char *reuse[] = { BM_AGENT_PIN_DIR, keep_dir && *keep_dir ? keep_dir : BM_KEEP_PIN_DIR,
-				NULL };
+	const char *reuse[] = { BM_AGENT_PIN_DIR,
+				keep_dir && *keep_dir ? keep_dir : BM_KEEP_PIN_DIR, NULL };
 	struct bm_loader_opts lo = { .force_hash = s->o->meter_hash, .on_event = on_event, .ctx = s,
 				     .keep_ns = s->o->keep_meter_ns, .keep_dir = reuse[1] };
 	struct bm_cgroup_env env;

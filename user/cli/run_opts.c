@@ -219,9 +219,9 @@ static int parse_one(int c, const char *arg, struct bm_run_opts *o)
 		return 0;
 	case OPT_KEEP_METER:
 		o->keep_meter = true;
-		return bm_parse_duration_ns(arg, 0, 7 * 86400 * BM_NSEC_PER_SEC, &o->keep_meter_ns)
-			       ? bad("--keep-meter", arg, "a duration in 0-604800 s, e.g. 10m, 1h, 0")
-			       : 0;
+		if (bm_parse_duration_ns(arg, 0, 7 * 86400 * BM_NSEC_PER_SEC, &o->keep_meter_ns))
+			return bad("--keep-meter", arg, "a duration in 0-604800 s: 10m, 1h, 0");
+		return 0;
 	case OPT_FRESH_METER:
 		o->fresh_meter = true;
 		return 0;
@@ -254,8 +254,8 @@ int bm_run_parse_args(int argc, char **argv, struct bm_run_opts *o)
 	env = getenv("BURSTMETER_KEEP_METER");
 	if (env && *env) {
 		if (bm_parse_duration_ns(env, 0, 7 * 86400 * BM_NSEC_PER_SEC, &o->keep_meter_ns)) {
-			bm_err("invalid $BURSTMETER_KEEP_METER '%s': expected a duration in 0-604800 s, "
-			       "e.g. 10m, 1h, 0", env);
+			bm_err("invalid $BURSTMETER_KEEP_METER '%s': expected a duration in "
+			       "0-604800 s, e.g. 10m, 1h, 0", env);
 			return -EINVAL;
 		}
 		o->keep_meter = true;

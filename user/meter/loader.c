@@ -55,8 +55,8 @@ void bm_log_libbpf(void)
 enum { M_CGST, M_CGHASH, M_MM, M_EVENTS, M_STATS, M_MOVED, M_BLKALIAS, M_RINGS, M_META, M__MAX };
 /* As pinned; bpffs takes no dots, so bm_moved is pinned under a name of its own. */
 static const char *const map_names[M__MAX] = {
-	"bm_cgst", "bm_cghash", "bm_mm", "bm_events", "bm_stats", "bm_moved", "bm_blkalias", "bm_rings",
-	"bm_meta",
+	"bm_cgst", "bm_cghash", "bm_mm", "bm_events", "bm_stats", "bm_moved", "bm_blkalias",
+	"bm_rings", "bm_meta",
 };
 
 /* bm_rings' slots (bpf/meter.bpf.c BM_RINGS); 0 is bm_events, the owner's. */
@@ -253,7 +253,7 @@ static void find_tick(struct bm_loader *l)
 	if (bpf_prog_test_run_opts(bpf_program__fd(l->skel->progs.bm_find_tick), &opts) ||
 	    !l->skel->bss->bm_tick_fn)
 		l->feat.tick = false;
-	bm_dbg("tick function %s", l->feat.tick ? "found" : "not found: CPU charged at switches only");
+	bm_dbg("tick function %s", l->feat.tick ? "found" : "not found: CPU at switches only");
 }
 
 /* Attach every program that loaded, keeping the links (to pin them). */
@@ -355,7 +355,8 @@ static int load(struct bm_loader *l, bool force_hash)
 			stats_arm(l->skel, logs, MAX_LINKS);
 		t0 = bm_now_ns();
 		err = bm_meter_bpf__load(l->skel);
-		bm_dbg("meter loaded in %.1f ms: %s", (bm_now_ns() - t0) / 1e6, err ? strerror(-err) : "ok");
+		bm_dbg("meter loaded in %.1f ms: %s", (bm_now_ns() - t0) / 1e6,
+		       err ? strerror(-err) : "ok");
 		if (!err && logs)
 			stats_print(l->skel, logs, MAX_LINKS);
 		if (!err)
