@@ -662,7 +662,8 @@ class Attached:
             os.mkfifo(self.stop)
             script = (f"read _ < {self.go}; {self.load} > {self.outf} 2>&1; "
                       f": > {self.done}; read _ < {self.stop}")
-            self.p = spawn([BM, "run", "-q", "--", "sh", "-c",
+            # a meter of its own (never a pinned one reused): its programs are counted here
+            self.p = spawn([BM, "run", "-q", "--fresh-meter", "--", "sh", "-c",
                             script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             wait_progs(self.p, SWITCH_PROG[t])
             self.go_fd = self._open_fifo_w(self.go)
@@ -2169,7 +2170,8 @@ def kio(b, res):
             for mode, args in (("dio", ["dio", f"{d}/f", "64", "50", "50", f"{d}/t"]),
                                ("buffered", ["buffered", f"{d}/f", "64", f"{d}/t"])):
                 script = f"sleep 0.3; {wl} {' '.join(args)}; sleep 0.3"
-                p = subprocess.Popen([BM, "run", "--standalone", "-q", "--", "sh", "-c", script],
+                p = subprocess.Popen([BM, "run", "--standalone", "--fresh-meter", "-q", "--", "sh",
+                                      "-c", script],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                 children.append(p)
                 # its programs are its own, loaded for it: their counts start at its start and
