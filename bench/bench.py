@@ -662,7 +662,8 @@ class Attached:
             os.mkfifo(self.stop)
             script = (f"read _ < {self.go}; {self.load} > {self.outf} 2>&1; "
                       f": > {self.done}; read _ < {self.stop}")
-            self.p = spawn([BM, "run", "-q", "--", "sh", "-c",
+            # a meter of its own (never a pinned one reused): its programs are counted here
+            self.p = spawn([BM, "run", "-q", "--fresh-meter", "--", "sh", "-c",
                             script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             wait_progs(self.p, SWITCH_PROG[t])
             self.go_fd = self._open_fifo_w(self.go)
@@ -910,6 +911,72 @@ def launch(b, res):
             warn(f"launch: bm-agentc rate said nothing: {p.stderr.strip()[-300:]}")
     finally:
         agent.stop()
+
+
+# ---------------------------------------------------------------- 3b. meter load
+PROG_RE = re.compile(r"prog (\w+): verified_insns (\d+); verification time (\d+) usec")
+
+
+def kload(b, res):
+    """what starting a standalone run costs: the verifier per program, a fresh load, a kept meter"""
+    n = CFG["launch_runs"]
+    keep = f"/sys/fs/bpf/bmb{os.getpid()}-keep"
+    env = dict(os.environ, BURSTMETER_KEEP_DIR=keep)
+    progs, load_ms = {}, []
+    nv = max(3, n // 4)
+    log(f"kload: {nv} fresh loads with -v (verified_insns, verification time per program)")
+    for _ in range(nv):
+        p = subprocess.run([BM, "run", "-v", "--standalone", "--fresh-meter", "--", "/bin/true"],
+                           capture_output=True, text=True)
+        for m in PROG_RE.finditer(p.stderr):
+            progs.setdefault(m.group(1), []).append((int(m.group(2)), int(m.group(3)) / 1e3))
+        m = re.search(r"meter loaded in ([0-9.]+) ms", p.stderr)
+        if m:
+            load_ms.append(float(m.group(1)))
+        else:
+            warn(f"kload: no load time in -v: {p.stderr.strip()[-300:]}")
+    try:
+        p = subprocess.run([BM, "run", "-q", "--standalone", "--keep-meter", "10m", "--", "/bin/true"],
+                           env=env, capture_output=True, text=True)
+        if p.returncode or not os.path.exists(os.path.join(keep, "bm_meta")):
+            warn(f"kload: no kept meter in {keep}: {p.stderr.strip()[-300:]}")
+        cmds = [("fork/exec", ["/bin/true"]),
+                ("run, fresh meter", [BM, "run", "-q", "--standalone", "--fresh-meter", "--", "/bin/true"]),
+                ("run, kept meter", [BM, "run", "-q", "--standalone", "--", "/bin/true"])]
+        if shutil.which("bwrap"):
+            cmds.append(("bwrap", ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "/bin/true"]))
+        argv = [os.path.join(b, "bench", "bm-launch"), str(n)]
+        for i, (_, c) in enumerate(cmds):
+            argv += ([":::"] if i else []) + c
+        log(f"kload: {n} runs of each of {len(cmds)} commands, alternated")
+        out = subprocess.run(argv, capture_output=True, text=True, check=True, env=env).stdout
+        ms = {i: [] for i in range(len(cmds))}
+        for line in out.splitlines():
+            k, r, ns, st = (int(x) for x in line.split())
+            ms[k].append(ns / 1e6)
+            if st:
+                warn(f"kload: '{cmds[k][0]}' round {r} exited {st}")
+    finally:
+        subprocess.run([BM, "run", "-q", "--standalone", "--keep-meter", "0", "--", "/bin/true"],
+                       env=env, capture_output=True)
+        t_end = time.monotonic() + 5
+        while os.path.exists(keep) and time.monotonic() < t_end:
+            time.sleep(0.05)
+        if os.path.exists(keep):
+            warn(f"kload: {keep} still pinned: removed")
+            shutil.rmtree(keep, ignore_errors=True)
+    # the peer's own start: runqlat (libbpf-tools) from exec to its first line (loaded, attached)
+    rq = []
+    if shutil.which("runqlat"):
+        for _ in range(nv):
+            t0 = time.monotonic()
+            p = spawn(["stdbuf", "-oL", "runqlat"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            if first_line(p):
+                rq.append((time.monotonic() - t0) * 1e3)
+            end(p, signal.SIGINT)
+    res["kload"] = dict(progs=progs, load_ms=load_ms, runqlat_ms=rq,
+                        start={cmds[k][0]: ms[k] for k in ms},
+                        cmds={c[0]: " ".join(c[1]).replace(BM, "build/burstmeter") for c in cmds})
 
 
 # ---------------------------------------------------------------- 4. memory spikes
@@ -1628,6 +1695,27 @@ def table(res, b, meta):
                     "bwrap, same sandbox", fmt(bw), f"{median(sb['ms']) / median(bw['ms']):.1f}",
                     "over the same sandbox alone: cgroup, meter, "
                     + ("BPF load, outcome" if what == "standalone" else "the agent's attach, outcome"))
+    if res.get("kload"):
+        K = res["kload"]
+        S = K["start"]
+        fmt = lambda x: f"{median(x):.1f} ms, p90 {pctl(x, 90):.1f}" if x else "n/a"
+        ratio = lambda a, b: f"{median(a) / median(b):.1f}" if a and b else "n/a"
+        for name in ("run, fresh meter", "run, kept meter"):
+            for peer in ("bwrap", "fork/exec"):
+                if name in S and peer in S:
+                    row(f"start /bin/true, {name}, n={len(S[name])}", fmt(S[name]), peer, fmt(S[peer]),
+                        ratio(S[name], S[peer]), f"{K['cmds'][name]}  |  {K['cmds'][peer]}")
+        if K["load_ms"]:
+            row(f"  meter load (open to attached), n={len(K['load_ms'])}", fmt(K["load_ms"]),
+                "runqlat start", fmt(K["runqlat_ms"]), ratio(K["load_ms"], K["runqlat_ms"]),
+                "burstmeter -v run --fresh-meter  |  runqlat: exec to its first line")
+        tot_i = sum(median([x[0] for x in v]) for v in K["progs"].values())
+        tot_t = sum(median([x[1] for x in v]) for v in K["progs"].values())
+        for name, v in sorted(K["progs"].items(), key=lambda kv: -median([x[1] for x in kv[1]])):
+            row(f"  verify {name}", f"{median([x[1] for x in v]):.1f} ms", "verified_insns",
+                f"{median([x[0] for x in v]):.0f}", f"{median([x[1] for x in v]) / tot_t:.2f}",
+                "share of the verifier's time")
+        row("  verify, all programs", f"{tot_t:.1f} ms", "verified_insns", f"{tot_i:.0f}", "1.00", "")
     if res.get("launch_api"):
         A = res["launch_api"]
         fmt = lambda x: f"{median(x):.1f} ms, p90 {pctl(x, 90):.1f}" if x else "n/a"
@@ -2082,7 +2170,8 @@ def kio(b, res):
             for mode, args in (("dio", ["dio", f"{d}/f", "64", "50", "50", f"{d}/t"]),
                                ("buffered", ["buffered", f"{d}/f", "64", f"{d}/t"])):
                 script = f"sleep 0.3; {wl} {' '.join(args)}; sleep 0.3"
-                p = subprocess.Popen([BM, "run", "--standalone", "-q", "--", "sh", "-c", script],
+                p = subprocess.Popen([BM, "run", "--standalone", "--fresh-meter", "-q", "--", "sh",
+                                      "-c", script],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                 children.append(p)
                 # its programs are its own, loaded for it: their counts start at its start and
@@ -2122,7 +2211,8 @@ def kio_table(res):
     return lines
 
 
-SECTIONS = ("kcost", "tput", "launch", "spikes", "detect", "scale", "neighbours", "fairness", "kio")
+SECTIONS = ("kcost", "tput", "launch", "kload", "spikes", "detect", "scale", "neighbours", "fairness",
+            "kio")
 
 
 def on_signal(sig, frame):
@@ -2166,7 +2256,7 @@ def main():
         write_sysctl("kernel.bpf_stats_enabled", 0)
         # scale last: 10,000 processes ending leave the machine busy for a while (reclaim,
         # kdamond), which moved the kernel-cost ratios when kcost came after it
-        for name, fn in (("tput", tput), ("launch", launch), ("spikes", spikes),
+        for name, fn in (("tput", tput), ("launch", launch), ("kload", kload), ("spikes", spikes),
                          ("detect", detect), ("neighbours", neighbours), ("fairness", fairness),
                          ("kcost", kcost), ("kio", kio), ("scale", scale)):
             if name not in a.sections:

@@ -3,7 +3,7 @@
 # burstmeter against its peers, side by side, alternated, in one run.
 # Usage: bench/run.sh [BUILD_DIR] [SECTION...]    (as root; `make bench` runs it)
 #   BUILD_DIR  where `make all` put burstmeter (default: build)
-#   SECTION    kcost tput launch spikes detect scale neighbours kio (default: all)
+#   SECTION    kcost tput launch kload spikes detect scale neighbours kio (default: all)
 #   QUICK=1    smaller loads and fewer rounds: < 2 min instead of < 10 min
 # Builds its helpers into BUILD_DIR/bench/, prints one table on stdout (progress
 # on stderr). See bench/README.md for how to read it.

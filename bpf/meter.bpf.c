@@ -21,7 +21,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Load-time knobs, written by the loader between open and load. */
 const volatile __u8 cfg_cgrp_storage = 1;	/* meters in cgroup storage (6.2+), else bm_cghash */
-const volatile __u64 cfg_tick_fn;		/* address of the scheduler tick's hrtimer function */
+__u64 bm_tick_fn;			/* address of the tick's hrtimer function (bm_find_tick) */
 const volatile __u32 cfg_page_shift = 12;
 
 /* The meters: cgroup local storage where the kernel has it, a hash by cgroup id where not. */
@@ -88,6 +88,38 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } bm_events SEC(".maps");
 
+/*
+ * Where records go, by bm_meter.ring: slot 0 is bm_events (the loader's
+ * own, set at load); a run that reuses a pinned meter (user/meter/loader.c:
+ * a guest) puts a ring of its own in another slot and names it in the
+ * meters it adds, so that its records reach it and not the owner.
+ */
+#define BM_RINGS 64
+
+struct bm_ringbuf {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, BM_RINGS);
+	__type(key, __u32);
+	__array(values, struct bm_ringbuf);
+} bm_rings SEC(".maps");
+
+/* The ring of m's records: its guest's, or bm_events. */
+static __always_inline void *ring_of(struct bm_meter *m)
+{
+	__u32 r = m->ring;
+	void *rb;
+
+	if (!r)
+		return &bm_events;
+	rb = bpf_map_lookup_elem(&bm_rings, &r);
+	return rb ? rb : (void *)&bm_events;
+}
+
 /* Not used by the programs: read by a restarted agent deciding whether to adopt the pins. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -126,17 +158,23 @@ static __always_inline struct bm_meter *meter_of(struct task_struct *t)
 	return bpf_map_lookup_elem(&bm_cghash, &id);
 }
 
-static __always_inline void emit_ev(struct task_struct *t, __u32 type, __u32 dim, __u64 win,
+static __always_inline struct bm_meter *bm_cur_meter(void)
+{
+	return meter_of(bpf_get_current_task_btf());
+}
+
+/* A record of m's cgroup: its id is in the meter, so no pointer is walked for it. */
+static __always_inline void emit_ev(struct bm_meter *m, __u32 type, __u32 dim, __u64 win,
 				    __u64 value, __u64 thresh)
 {
 	struct bm_event *e;
 
-	e = bpf_ringbuf_reserve(&bm_events, sizeof(*e), 0);
+	e = bpf_ringbuf_reserve(ring_of(m), sizeof(*e), 0);
 	if (!e) {
 		stat_inc(BM_STAT_RB_DROPS);
 		return;
 	}
-	e->cgid = cgroup_of(t)->kn->id;
+	e->cgid = m->cgid;
 	e->time_ns = bpf_ktime_get_ns();
 	e->win = win;
 	e->value = value;
@@ -146,15 +184,15 @@ static __always_inline void emit_ev(struct task_struct *t, __u32 type, __u32 dim
 	bpf_ringbuf_submit(e, 0);
 }
 
-static __always_inline void emit(struct task_struct *t, __u32 type, const struct bm_cross *c)
+static __always_inline void emit(struct bm_meter *m, __u32 type, const struct bm_cross *c)
 {
-	emit_ev(t, type, c->dim, c->win, c->value, c->thresh);
+	emit_ev(m, type, c->dim, c->win, c->value, c->thresh);
 }
 
-/* Every flow event (a charge, a send) is current's, so the crossing is current's cgroup's. */
-static __always_inline void bm_flow_crossed(__u32 d, __u64 x, __u64 v, __u64 thresh)
+static __always_inline void bm_flow_crossed(struct bm_meter *m, __u32 d, __u64 x, __u64 v,
+					    __u64 thresh)
 {
-	emit_ev(bpf_get_current_task_btf(), BM_EV_CROSS, d, x, v, thresh);
+	emit_ev(m, BM_EV_CROSS, d, x, v, thresh);
 }
 
 /*
@@ -162,20 +200,18 @@ static __always_inline void bm_flow_crossed(__u32 d, __u64 x, __u64 v, __u64 thr
  * keeps both per task (se.sum_exec_runtime, sched_info.run_delay), so all we
  * store is what was charged already: no per-CPU timestamps, no wakeup hook.
  * The wait is charged to the window in which the current slice began.
+ * t is the current task (sched_switch's prev, the tick's current): its
+ * meter's slots open in bm_open_cur(); both run with interrupts off.
  */
-static __always_inline void charge(struct task_struct *t)
+static __always_inline void charge(struct task_struct *t, struct bm_meter *m, __u64 now)
 {
 	struct bm_task_state *ts;
-	__u64 sum, rd, cpu, wait, slice, now, start, lost = 0, lost2 = 0;
-	struct bm_meter *m;
+	__u64 sum, rd, prev_sum, cpu, wait, slice, start, lost = 0, lost2 = 0;
 	__u32 lane;
 
-	m = meter_of(t);
-	if (!m)
-		return;
-	now = bpf_ktime_get_ns();
 	sum = t->se.sum_exec_runtime;
 	rd = t->sched_info.run_delay;
+	prev_sum = t->se.prev_sum_exec_runtime;
 	ts = bpf_task_storage_get(&bm_task, t, 0, 0);
 	if (!ts) {
 		/*
@@ -222,9 +258,9 @@ static __always_inline void charge(struct task_struct *t)
 	ts->until_ns = now;
 	if (wait) {
 		/* the wait ended where the current slice began: usually in now's window */
-		slice = sum - t->se.prev_sum_exec_runtime;
+		slice = sum - prev_sum;
 		slice = slice < now ? now - slice : 0;
-		lost2 = bm_flow_add(m, BM_DIM_RUNQ, bm_window_of(m, slice), wait, lane);
+		lost2 = bm_flow_add_irqoff(m, BM_DIM_RUNQ, bm_window_of(m, slice), wait, lane);
 		if (lost2)
 			__sync_fetch_and_add(&m->late[BM_DIM_RUNQ], lost2);
 	}
@@ -232,7 +268,47 @@ static __always_inline void charge(struct task_struct *t)
 		stat_inc(BM_STAT_LATE);
 }
 
-static __always_inline void gone(struct task_struct *p);
+static __always_inline void gone(struct bm_meter *m);
+
+/*
+ * The time at a switch without a clock read: bpf_ktime_get_ns() is most of
+ * the switch path's cost (~100 ns where the clocksource read is an indirect
+ * call behind mitigations). The scheduler has just stamped prev with its
+ * run-queue clock (se.exec_start, at update_curr()); each CPU keeps one
+ * pair (ktime, exec_start) taken together, at the tick or at a switch, and
+ * a switch within BM_CLK_SPAN of it reads the time off its own stamp. The
+ * run-queue clock leaves out interrupt and steal time, so the estimate is
+ * short by what of those fell since the pair (bounded by the span); a CPU
+ * with no pair that recent (idle, no tick) reads the clock and makes one.
+ */
+#define BM_CLK_CPUS 1024
+#define BM_CLK_SPAN (4 * 1000 * 1000ULL)
+
+struct bm_clk bm_clk[BM_CLK_CPUS];
+
+static __always_inline void clk_sync(__u32 cpu, __u64 k, __u64 c)
+{
+	if (cpu < BM_CLK_CPUS) {
+		bm_clk[cpu].k = k;
+		bm_clk[cpu].c = c;
+	}
+}
+
+static __always_inline __u64 switch_now(struct task_struct *t)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u64 c = t->se.exec_start, now;
+
+	if (cpu < BM_CLK_CPUS) {
+		struct bm_clk *k = &bm_clk[cpu];
+
+		if (k->k && c >= k->c && c - k->c < BM_CLK_SPAN)
+			return k->k + (c - k->c);
+	}
+	now = bpf_ktime_get_ns();
+	clk_sync(cpu, now, c);
+	return now;
+}
 
 /* TASK_DEAD: prev_state at a task's last switch (do_task_dead()); it never runs again */
 #define BM_TASK_DEAD 0x0080
@@ -241,12 +317,21 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(bm_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
+	struct bm_meter *m;
+
 	/* the idle task (pid 0) is in no effect: half the switches of a quiet CPU */
 	if (!prev->pid)
 		return 0;
-	charge(prev);
+	/*
+	 * Found once, here: the verifier looks up the BTF of every pointer a
+	 * program loads (linearly, at each path through it), the bulk of its time.
+	 */
+	m = meter_of(prev);
+	if (!m)
+		return 0;
+	charge(prev, m, switch_now(prev));
 	if (prev_state == BM_TASK_DEAD)
-		gone(prev);
+		gone(m);
 	return 0;
 }
 
@@ -254,9 +339,40 @@ int BPF_PROG(bm_sched_switch, bool preempt, struct task_struct *prev, struct tas
 SEC("tp_btf/hrtimer_expire_exit")
 int BPF_PROG(bm_tick, struct hrtimer *timer)
 {
-	if ((__u64)timer->function != cfg_tick_fn)
+	struct task_struct *cur;
+	struct bm_meter *m;
+
+	__u64 now;
+
+	if ((__u64)timer->function != bm_tick_fn)
 		return 0;
-	charge(bpf_get_current_task_btf());
+	cur = bpf_get_current_task_btf();
+	/* the tick has just run update_curr(): its clock and the current task's stamp are a pair */
+	now = bpf_ktime_get_ns();
+	if (cur->pid)
+		clk_sync(bpf_get_smp_processor_id(), now, cur->se.exec_start);
+	m = meter_of(cur);
+	if (m)
+		charge(cur, m, now);
+	return 0;
+}
+
+/*
+ * The tick's function, found by bm_find_tick() right after the load, from
+ * the kernel's own symbol table: no read of /proc/kallsyms (5 MB the kernel
+ * formats as it is read) at every load.
+ */
+const char bm_tick_names[2][24] = { "tick_nohz_handler", "tick_sched_timer" };
+
+SEC("syscall")
+int bm_find_tick(void *ctx)
+{
+	__u64 addr = 0;
+
+	/* tick_nohz_handler since 6.9, tick_sched_timer before */
+	if (bpf_kallsyms_lookup_name(bm_tick_names[0], sizeof(bm_tick_names[0]), 0, &addr) || !addr)
+		bpf_kallsyms_lookup_name(bm_tick_names[1], sizeof(bm_tick_names[1]), 0, &addr);
+	bm_tick_fn = addr;
 	return 0;
 }
 
@@ -268,8 +384,7 @@ int BPF_PROG(bm_tick, struct hrtimer *timer)
  * first such kill raises one record, and userspace finishes with
  * cgroup.kill.
  */
-static __always_inline void fast_kill(struct task_struct *t, struct bm_meter *m, int d, __u64 level,
-				      __u32 flag)
+static __always_inline void fast_kill(struct bm_meter *m, int d, __u64 level, __u32 flag)
 {
 	struct bm_cross c = { .dim = d, .value = level, .thresh = m->kill_at[d] };
 
@@ -279,11 +394,10 @@ static __always_inline void fast_kill(struct task_struct *t, struct bm_meter *m,
 	if (__sync_fetch_and_or(&m->flags, flag) & flag)
 		return;
 	c.win = m->last_win;
-	emit(t, BM_EV_KILLED, &c);
+	emit(m, BM_EV_KILLED, &c);
 }
 
-static __always_inline void tasks_add(struct task_struct *t, struct bm_meter *m, __s64 delta,
-				      __u64 forked)
+static __always_inline void tasks_add(struct bm_meter *m, __s64 delta, __u64 forked)
 {
 	struct bm_cross c = {};
 	__u64 now = bpf_ktime_get_ns();
@@ -298,24 +412,34 @@ static __always_inline void tasks_add(struct task_struct *t, struct bm_meter *m,
 	tasks = m->tasks;
 	bpf_spin_unlock(&m->lock);
 	if (c.found)
-		emit(t, BM_EV_CROSS, &c);
+		emit(m, BM_EV_CROSS, &c);
 	if (delta > 0 && tasks > 0)
-		fast_kill(bpf_get_current_task_btf(), m, BM_DIM_PIDS, tasks, BM_F_KILLED_PIDS);
+		fast_kill(m, BM_DIM_PIDS, tasks, BM_F_KILLED_PIDS);
 }
 
 /* Fires for threads too; CLONE_INTO_CGROUP children are already in their cgroup here. */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(bm_fork, struct task_struct *parent, struct task_struct *child)
 {
-	struct bm_meter *m = meter_of(child);
+	struct cgroup *cg = cgroup_of(child);
 	struct bm_task_state init = {};
+	struct bm_meter *m;
+	__u64 forked;
 
+	forked = cgroup_of(parent) == cg;
+	if (cfg_cgrp_storage) {
+		m = bpf_cgrp_storage_get(&bm_cgst, cg, 0, 0);
+	} else {
+		__u64 id = cg->kn->id;
+
+		m = bpf_map_lookup_elem(&bm_cghash, &id);
+	}
 	if (!m)
 		return 0;
 	/* its storage now, not at its first switch (charge() says why); it has run nothing yet */
 	if (!bpf_task_storage_get(&bm_task, child, &init, BPF_LOCAL_STORAGE_GET_F_CREATE))
 		stat_inc(BM_STAT_TASK_FULL);
-	tasks_add(child, m, 1, cgroup_of(parent) == cgroup_of(child));
+	tasks_add(m, 1, forked);
 	return 0;
 }
 
@@ -342,7 +466,7 @@ int BPF_PROG(bm_attach, struct cgroup *dst, const char *path, struct task_struct
 		/* it had storage from an earlier effect: start over all the same */
 		*ts = init;
 	}
-	tasks_add(task, m, 1, 0);
+	tasks_add(m, 1, 0);
 	return 0;
 }
 
@@ -352,7 +476,7 @@ int BPF_PROG(bm_exit, struct task_struct *p)
 	struct bm_meter *m = meter_of(p);
 
 	if (m)
-		tasks_add(p, m, -1, 0);
+		tasks_add(m, -1, 0);
 	return 0;
 }
 
@@ -362,14 +486,11 @@ int BPF_PROG(bm_exit, struct task_struct *p)
  * final: that is when userspace may read it. (Its free, an RCU grace
  * period later, ~10-20 ms, is too late to wait for.)
  */
-static __always_inline void gone(struct task_struct *p)
+static __always_inline void gone(struct bm_meter *m)
 {
-	struct bm_meter *m = meter_of(p);
 	struct bm_cross c = {};
 	int drained = 0;
 
-	if (!m)
-		return;
 	bpf_spin_lock(&m->lock);
 	m->freed++;
 	if (m->freed >= m->entered && m->tasks <= 0 && !(m->flags & BM_F_DRAINED))
@@ -378,7 +499,7 @@ static __always_inline void gone(struct task_struct *p)
 	bpf_spin_unlock(&m->lock);
 	/* flags is also or-ed without the lock (fast_kill): never a plain store */
 	if (drained && !(__sync_fetch_and_or(&m->flags, BM_F_DRAINED) & BM_F_DRAINED))
-		emit(p, BM_EV_DRAINED, &c);
+		emit(m, BM_EV_DRAINED, &c);
 }
 
 SEC("tp_btf/sched_process_free")
@@ -423,7 +544,7 @@ int BPF_PROG(bm_rss, struct mm_struct *mm, int member)
 	if (!st) {
 		if (mm != cur->mm)
 			return 0;
-		fresh.cgid = cgroup_of(cur)->kn->id;
+		fresh.cgid = m->cgid;
 		if (bpf_map_update_elem(&bm_mm, &key, &fresh, BPF_NOEXIST) == -E2BIG)
 			stat_inc(BM_STAT_MM_FULL);
 		st = bpf_map_lookup_elem(&bm_mm, &key);
@@ -432,7 +553,10 @@ int BPF_PROG(bm_rss, struct mm_struct *mm, int member)
 	}
 	pages = bm_mm_resident_pages(mm);
 	bytes = pages > 0 ? (__u64)pages << cfg_page_shift : 0;
-	old = __sync_lock_test_and_set(&st->bytes, bytes);
+	/* the central counts move once per per-CPU batch: most events change nothing */
+	old = *(volatile __u64 *)&st->bytes;
+	if (bytes != old)
+		old = __sync_lock_test_and_set(&st->bytes, bytes);
 	if (!bytes)
 		bpf_map_delete_elem(&bm_mm, &key);
 	if (bytes == old)
@@ -444,21 +568,22 @@ int BPF_PROG(bm_rss, struct mm_struct *mm, int member)
 	rss = m->rss_bytes;
 	bpf_spin_unlock(&m->lock);
 	if (c.found)
-		emit(cur, BM_EV_CROSS, &c);
+		emit(m, BM_EV_CROSS, &c);
 	if (bytes > old && rss > 0)
-		fast_kill(cur, m, BM_DIM_MEM, rss, BM_F_KILLED_MEM);
+		fast_kill(m, BM_DIM_MEM, rss, BM_F_KILLED_MEM);
 	return 0;
 }
 
 static __always_inline void reclaim_begin(void)
 {
-	struct task_struct *cur = bpf_get_current_task_btf();
 	struct bm_task_state *ts;
 
-	if (!meter_of(cur))
-		return;
-	/* no allocation while the allocator reclaims: a task without storage is not timed */
-	ts = bpf_task_storage_get(&bm_task, cur, 0, 0);
+	/*
+	 * Only tasks with storage (born in or moved into an effect) are timed;
+	 * one that left its effect since is told apart at the end. No allocation
+	 * while the allocator reclaims.
+	 */
+	ts = bpf_task_storage_get(&bm_task, bpf_get_current_task_btf(), 0, 0);
 	if (ts)
 		ts->reclaim_ns = bpf_ktime_get_ns();
 }
@@ -469,13 +594,12 @@ static __always_inline void reclaim_end(void)
 	struct bm_task_state *ts;
 	struct bm_meter *m;
 
-	m = meter_of(cur);
-	if (!m)
-		return;
 	ts = bpf_task_storage_get(&bm_task, cur, 0, 0);
 	if (!ts || !ts->reclaim_ns)
 		return;
-	__sync_fetch_and_add(&m->stall_ns, bpf_ktime_get_ns() - ts->reclaim_ns);
+	m = meter_of(cur);
+	if (m)
+		__sync_fetch_and_add(&m->stall_ns, bpf_ktime_get_ns() - ts->reclaim_ns);
 	ts->reclaim_ns = 0;
 }
 
@@ -524,7 +648,7 @@ static __always_inline void net_charge(struct sock *sk, int bytes)
 	if (!m)
 		return;
 	x = bm_window_of(m, bpf_ktime_get_ns());
-	lost = bm_flow_add(m, BM_DIM_NET, x, bytes, bm_lane());
+	lost = bm_flow_add_cur(m, BM_DIM_NET, x, bytes, bm_lane());
 	if (lost) {
 		__sync_fetch_and_add(&m->late[BM_DIM_NET], lost);
 		stat_inc(BM_STAT_LATE);
@@ -582,9 +706,10 @@ struct {
 extern struct cgroup *bpf_cgroup_from_id(__u64 cgid) __ksym __weak;
 extern void bpf_cgroup_release(struct cgroup *cgrp) __ksym __weak;
 
-static __always_inline void io_add(struct bm_meter *m, __u32 d, __u64 x, __u64 v, __u32 lane)
+static __always_inline void io_add(struct bm_meter *m, __u32 d, __u64 x, __u64 v, __u32 lane,
+				   bool cur)
 {
-	__u64 lost = bm_flow_add(m, d, x, v, lane);
+	__u64 lost = cur ? bm_flow_add_cur(m, d, x, v, lane) : bm_flow_add(m, d, x, v, lane);
 
 	if (lost) {
 		__sync_fetch_and_add(&m->late[d], lost);
@@ -598,8 +723,8 @@ static __always_inline void io_charge(struct bm_meter *m, struct bio *bio, __u32
 	__u64 bytes = bio->bi_iter.bi_size, x;
 
 	x = bm_window_of(m, bpf_ktime_get_ns());
-	io_add(m, op == BM_REQ_OP_READ ? BM_DIM_IO_READ : BM_DIM_IO_WRITE, x, bytes, lane);
-	io_add(m, BM_DIM_IO_OPS, x, 1, lane);
+	io_add(m, op == BM_REQ_OP_READ ? BM_DIM_IO_READ : BM_DIM_IO_WRITE, x, bytes, lane, false);
+	io_add(m, BM_DIM_IO_OPS, x, 1, lane, false);
 	if (via < BM_IO_VIA__MAX)
 		__sync_fetch_and_add(&m->io_via[via], 1);
 }
@@ -744,7 +869,8 @@ int BPF_PROG(bm_dirty, struct folio *folio, struct address_space *mapping)
 	m = meter_of(cur);
 	if (!m)
 		return 0;
-	io_add(m, BM_DIM_DIRTY, bm_window_of(m, bpf_ktime_get_ns()), folio_bytes(folio), bm_lane());
+	io_add(m, BM_DIM_DIRTY, bm_window_of(m, bpf_ktime_get_ns()), folio_bytes(folio), bm_lane(),
+	       true);
 	return 0;
 }
 
@@ -763,13 +889,13 @@ int BPF_PROG(bm_oom_victim, struct task_struct *task)
 
 	if (!m)
 		return 0;
-	e = bpf_ringbuf_reserve(&bm_events, sizeof(*e), 0);
+	e = bpf_ringbuf_reserve(ring_of(m), sizeof(*e), 0);
 	if (!e) {
 		stat_inc(BM_STAT_RB_DROPS);
 		return 0;
 	}
 	__builtin_memset(e, 0, sizeof(*e));
-	e->ev.cgid = cgroup_of(task)->kn->id;
+	e->ev.cgid = m->cgid;
 	e->ev.time_ns = bpf_ktime_get_ns();
 	e->ev.win = m->last_win;
 	e->ev.type = BM_EV_OOM;

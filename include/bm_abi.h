@@ -12,7 +12,7 @@
 #include <linux/bpf.h>		/* struct bpf_spin_lock */
 #endif
 
-#define BM_ABI_VERSION 3
+#define BM_ABI_VERSION 4
 
 /*
  * Flow windows (CPU, network, run-queue wait) live in a ring of BM_RING
@@ -147,6 +147,9 @@ struct bm_meter {
 	__u64 forks;			/* of those, the ones an effect task forked */
 	__u64 freed;			/* tasks that made their last switch (are gone) */
 	__u64 io_via[BM_IO_VIA__MAX];	/* bios charged, by how their cgroup was found */
+	__u64 cgid;			/* the cgroup's id, for its records (no pointer walk) */
+	__u32 ring;			/* bm_rings slot its records go to (0: bm_events) */
+	__u32 pad;
 	__u32 crossed[BM_RING];		/* per flow slot: dims whose crossing was reported */
 	__u32 io_crossed[BM_RING];	/* the same, per I/O slot */
 	__u32 lvl_crossed;		/* level dims whose crossing in lvl_win was reported */
@@ -172,6 +175,9 @@ struct bm_meta {
 	__u32 abi;		/* BM_ABI_VERSION of the loader that pinned it */
 	__u32 features;		/* BM_META_* */
 	__u64 window_ns;	/* the default window of the agent that pinned it */
+	__u64 keep_until_ns;	/* a kept meter (run --keep-meter) goes then (monotonic) */
+	__u32 reaper_pid;	/* the process that unpins it; an older one seeing another quits */
+	__u32 pad;
 };
 
 /* Ring-buffer record types. */
@@ -209,6 +215,12 @@ struct bm_oom_event {
 	char comm[BM_COMM_LEN];
 };
 
+/* A CPU's clock pair in the meter's bm_clk (bpf/meter.bpf.c switch_now()): ktime and exec_start. */
+struct bm_clk {
+	__u64 k, c;
+	__u64 pad[6];	/* a cache line per CPU */
+};
+
 /* Per-mm state in bm_mm: the mm's last resident size, to turn absolute counters into deltas. */
 struct bm_mm_state {
 	__u64 cgid;		/* cgroup charged with this mm */
@@ -226,9 +238,9 @@ struct bm_task_state {
 #ifndef __bpf__
 _Static_assert(sizeof(struct bm_event) == 48, "bm_event changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_mm_state) == 16, "bm_mm_state changed: bump BM_ABI_VERSION");
-_Static_assert(sizeof(struct bm_meta) == 16, "bm_meta changed: bump BM_ABI_VERSION");
+_Static_assert(sizeof(struct bm_meta) == 32, "bm_meta changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_task_state) == 32, "bm_task_state changed: bump BM_ABI_VERSION");
-_Static_assert(sizeof(struct bm_meter) == 6848, "bm_meter changed: bump BM_ABI_VERSION");
+_Static_assert(sizeof(struct bm_meter) == 6864, "bm_meter changed: bump BM_ABI_VERSION");
 _Static_assert(sizeof(struct bm_oom_event) == 96, "bm_oom_event changed: bump BM_ABI_VERSION");
 #endif
 

@@ -19,6 +19,13 @@
 
 #include "lib/bucket.bpf.h"
 
+/*
+ * Every CPU has a lane of its own (no more CPUs than lanes; set by the
+ * loader): then an add from a program that runs with interrupts off (the
+ * switch, the tick) cannot race another on its lane, and needs no atomic.
+ */
+const volatile __u8 cfg_plain_lanes;
+
 /* A byte per meter slot: see BM_MOVED_SLOTS. Global data, so storing to it is no helper call. */
 __u8 bm_moved[BM_MOVED_SLOTS] SEC(".data.moved");
 
@@ -71,7 +78,7 @@ static __always_inline void bm_crossed(struct bm_meter *m, int d, __u64 x, __u64
  * event it is (current), so that a charge spanning several windows reports
  * every one of them.
  */
-static void bm_flow_crossed(__u32 d, __u64 x, __u64 v, __u64 thresh);
+static void bm_flow_crossed(struct bm_meter *m, __u32 d, __u64 x, __u64 v, __u64 thresh);
 
 /*
  * The two rings (bm_abi.h): d below BM_FLOWS is the scheduler's, the rest
@@ -134,15 +141,45 @@ static __always_inline int bm_slot_open(struct bm_meter *m, __u32 d0, __u32 s, _
 }
 
 /*
+ * The meter of the current task, for bm_open_cur(). The program that
+ * includes this file defines it.
+ */
+static __always_inline struct bm_meter *bm_cur_meter(void);
+
+/*
+ * bm_slot_open() for the current task's meter, under its lock. A global
+ * function: the verifier checks it once, on its own, instead of once per
+ * inlined flow add and path to it (the close of a window is the longest
+ * code there is). It cannot be handed the meter (a global function sees
+ * memory, not a map value, and takes no lock in it), so it looks it up
+ * again: once per window and ring of a cgroup, not per event.
+ */
+__attribute__((noinline)) int bm_open_cur(__u32 d, __u64 x)
+{
+	struct bm_meter *m = bm_cur_meter();
+	int err;
+
+	if (!m)
+		return -1;
+	bpf_spin_lock(&m->lock);
+	err = bm_slot_open(m, d, x & (BM_RING - 1), x);
+	bpf_spin_unlock(&m->lock);
+	return err;
+}
+
+/*
  * Add v to window x of flow dimension d; called without the lock. The lock
  * is taken only to open a window's slot, once per window; within a window
  * an event is one atomic add to this CPU's lane (bm_lane(), taken once per
  * event by the caller). With a threshold set, the
  * lanes are summed and the first add that finds the sum at or over it
  * reports the crossing (the fetch-or on crossed[] lets exactly one win).
+ * cur: m is the current task's meter, so the slot opens in bm_open_cur();
+ * irqoff: the caller runs with interrupts off (see cfg_plain_lanes).
  * Returns v if window x has left the ring (the caller counts it late), or 0.
  */
-static __always_inline __u64 bm_flow_add(struct bm_meter *m, __u32 d, __u64 x, __u64 v, __u32 lane)
+static __always_inline __u64 __bm_flow_add(struct bm_meter *m, __u32 d, __u64 x, __u64 v,
+					   __u32 lane, bool cur, bool irqoff)
 {
 	__u32 s;
 	__u64 t, sum;
@@ -152,20 +189,46 @@ static __always_inline __u64 bm_flow_add(struct bm_meter *m, __u32 d, __u64 x, _
 		x = m->first_win;
 	s = x & (BM_RING - 1);
 	if (*(volatile __u64 *)bm_tag(m, d, s) != x) {
-		bpf_spin_lock(&m->lock);
-		err = bm_slot_open(m, d, s, x);
-		bpf_spin_unlock(&m->lock);
+		if (cur) {
+			err = bm_open_cur(d, x);
+		} else {
+			bpf_spin_lock(&m->lock);
+			err = bm_slot_open(m, d, s, x);
+			bpf_spin_unlock(&m->lock);
+		}
 		if (err)
 			return v;
 	}
-	__sync_fetch_and_add(bm_val(m, d, lane, s), v);
+	if (irqoff && cfg_plain_lanes)
+		*bm_val(m, d, lane, s) += v;
+	else
+		__sync_fetch_and_add(bm_val(m, d, lane, s), v);
 	t = m->thresh[d];
 	if (!t)
 		return 0;
 	sum = bm_slot_sum(m, s, d);
 	if (sum >= t && !(__sync_fetch_and_or(bm_crossed_of(m, d, s), 1U << d) & (1U << d)))
-		bm_flow_crossed(d, x, sum, t);
+		bm_flow_crossed(m, d, x, sum, t);
 	return 0;
+}
+
+/* The current task's meter m (every flow but a bio found by its cgroup). */
+static __always_inline __u64 bm_flow_add_cur(struct bm_meter *m, __u32 d, __u64 x, __u64 v,
+					     __u32 lane)
+{
+	return __bm_flow_add(m, d, x, v, lane, true, false);
+}
+
+/* The same, from a program that runs with interrupts off (sched_switch, the tick's hrtimer). */
+static __always_inline __u64 bm_flow_add_irqoff(struct bm_meter *m, __u32 d, __u64 x, __u64 v,
+						__u32 lane)
+{
+	return __bm_flow_add(m, d, x, v, lane, true, true);
+}
+
+static __always_inline __u64 bm_flow_add(struct bm_meter *m, __u32 d, __u64 x, __u64 v, __u32 lane)
+{
+	return __bm_flow_add(m, d, x, v, lane, false, false);
 }
 
 /* This CPU's lane. */
@@ -203,7 +266,7 @@ static long bm_split_one(__u64 i, void *ctx)
 	lo = x == sp->ws ? sp->start : x * W;
 	hi = x == sp->we ? sp->end : (x + 1) * W;
 	if (hi > lo)
-		sp->lost += bm_flow_add(sp->m, d, x, hi - lo, lane);
+		sp->lost += bm_flow_add_irqoff(sp->m, d, x, hi - lo, lane);
 	return 0;
 }
 
@@ -212,8 +275,9 @@ static long bm_split_one(__u64 i, void *ctx)
  * no window holds more than it lasted. The common cases, an interval within
  * one window or across one edge, cost no division and no loop; a
  * longer one goes through bpf_loop(), which the verifier checks once rather
- * than once per iteration. Returns what found no window (older than
- * BM_SPLIT windows, or than the ring).
+ * than once per iteration. m is the current task's meter, and interrupts
+ * are off (sched_switch, the tick: bm_flow_add_irqoff()). Returns what
+ * found no window (older than BM_SPLIT windows, or than the ring).
  */
 static __always_inline __u64 bm_add_interval(struct bm_meter *m, __u32 d, __u64 start, __u64 end,
 					     __u32 lane)
@@ -226,10 +290,10 @@ static __always_inline __u64 bm_add_interval(struct bm_meter *m, __u32 d, __u64 
 	sp.ws = bm_window_of(m, start);
 	edge = (sp.ws + 1) * W;
 	if (end <= edge)
-		return bm_flow_add(m, d, sp.ws, end - start, lane);
+		return bm_flow_add_irqoff(m, d, sp.ws, end - start, lane);
 	if (end - edge <= W)
-		return bm_flow_add(m, d, sp.ws, edge - start, lane) +
-		       bm_flow_add(m, d, sp.ws + 1, end - edge, lane);
+		return bm_flow_add_irqoff(m, d, sp.ws, edge - start, lane) +
+		       bm_flow_add_irqoff(m, d, sp.ws + 1, end - edge, lane);
 	sp.we = end / W;
 	if (sp.we - sp.ws >= BM_SPLIT) {
 		sp.ws = sp.we - BM_SPLIT + 1;

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/config.h"
 #include "base/common.h"
 #include "cli/run.h"
 #include "cli/run_client.h"
@@ -166,7 +167,13 @@ static int load_policy(struct run_state *s, struct bm_policy *pol)
 
 static int start(struct run_state *s, const struct bm_sup_opts *so)
 {
-	struct bm_loader_opts lo = { .force_hash = s->o->meter_hash, .on_event = on_event, .ctx = s };
+	/* $BURSTMETER_KEEP_DIR: another place for kept meters (tests) */
+	const char *keep_dir = getenv("BURSTMETER_KEEP_DIR");
+	/* an agent's meter, else a kept one: reused where there is one (not to test the hash) */
+	const char *reuse[] = { BM_AGENT_PIN_DIR,
+				keep_dir && *keep_dir ? keep_dir : BM_KEEP_PIN_DIR, NULL };
+	struct bm_loader_opts lo = { .force_hash = s->o->meter_hash, .on_event = on_event, .ctx = s,
+				     .keep_ns = s->o->keep_meter_ns, .keep_dir = reuse[1] };
 	struct bm_cgroup_env env;
 	char parent[PATH_MAX], why[512];
 	int err;
@@ -178,6 +185,12 @@ static int start(struct run_state *s, const struct bm_sup_opts *so)
 		bm_err("%s", why);
 		return err;
 	}
+	/* --keep-meter keeps one of run's own: the agent's is not ours to keep */
+	if (!s->o->meter_hash && !s->o->fresh_meter)
+		lo.reuse_dirs = s->o->keep_meter ? reuse + 1 : reuse;
+	/* --keep-meter 0: the kept meter goes as this run ends */
+	if (s->o->keep_meter && !lo.keep_ns)
+		lo.keep_ns = 1;
 	s->loader = bm_loader__open(&lo);
 	if (!s->loader) {
 		err = -errno;

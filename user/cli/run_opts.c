@@ -36,6 +36,10 @@ static const char usage[] =
 "  --standalone        meter it here even when an agent runs\n"
 "  --socket PATH       the agent's socket (default $BURSTMETER_SOCKET, then\n"
 "                      /run/burstmeter/api.sock); without an agent, run standalone\n"
+"  --keep-meter DURATION  standalone: keep the meter loaded and pinned for\n"
+"                      DURATION after the run (default $BURSTMETER_KEEP_METER),\n"
+"                      so later runs start without loading one: 10m, 1h, 0 to drop\n"
+"  --fresh-meter       standalone: load a meter of our own, reuse no pinned one\n"
 BM_RUN_SANDBOX_USAGE
 "  -q, --quiet         no summary line on stderr\n"
 "  -v, --verbose       debug messages, libbpf's included\n"
@@ -55,6 +59,7 @@ enum {
 	OPT_ID = 256, OPT_TENANT, OPT_INTENT, OPT_CPU, OPT_MEMORY, OPT_PIDS, OPT_TIMEOUT,
 	OPT_WINDOW, OPT_POLICY, OPT_OUTCOME, OPT_JSON, OPT_HIST, OPT_METER_HASH, OPT_NO_FAST_PATH,
 	OPT_METER_ONLY, OPT_STANDALONE, OPT_SOCKET, OPT_IO_RBPS, OPT_IO_WBPS, OPT_IO_IOPS,
+	OPT_KEEP_METER, OPT_FRESH_METER,
 };
 
 static const struct option options[] = {
@@ -78,6 +83,8 @@ static const struct option options[] = {
 	{ "meter-only", no_argument, NULL, OPT_METER_ONLY },
 	{ "standalone", no_argument, NULL, OPT_STANDALONE },
 	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "keep-meter", required_argument, NULL, OPT_KEEP_METER },
+	{ "fresh-meter", no_argument, NULL, OPT_FRESH_METER },
 	BM_RUN_SANDBOX_OPTIONS,
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -210,6 +217,14 @@ static int parse_one(int c, const char *arg, struct bm_run_opts *o)
 	case OPT_STANDALONE:
 		o->standalone = true;
 		return 0;
+	case OPT_KEEP_METER:
+		o->keep_meter = true;
+		if (bm_parse_duration_ns(arg, 0, 7 * 86400 * BM_NSEC_PER_SEC, &o->keep_meter_ns))
+			return bad("--keep-meter", arg, "a duration in 0-604800 s: 10m, 1h, 0");
+		return 0;
+	case OPT_FRESH_METER:
+		o->fresh_meter = true;
+		return 0;
 	case OPT_SOCKET:
 		o->socket = arg;
 		return arg[0] == '/' ? 0 : bad("--socket", arg, "the agent's socket, an absolute path");
@@ -228,6 +243,7 @@ static int parse_one(int c, const char *arg, struct bm_run_opts *o)
 
 int bm_run_parse_args(int argc, char **argv, struct bm_run_opts *o)
 {
+	const char *env;
 	int c, err;
 
 	memset(o, 0, sizeof(*o));
@@ -235,6 +251,15 @@ int bm_run_parse_args(int argc, char **argv, struct bm_run_opts *o)
 	o->tenant = "default";
 	o->window_ns = BM_WINDOW_NS_DEFAULT;
 	optind = 0;	/* full reset: tests parse many vectors */
+	env = getenv("BURSTMETER_KEEP_METER");
+	if (env && *env) {
+		if (bm_parse_duration_ns(env, 0, 7 * 86400 * BM_NSEC_PER_SEC, &o->keep_meter_ns)) {
+			bm_err("invalid $BURSTMETER_KEEP_METER '%s': expected a duration in "
+			       "0-604800 s, e.g. 10m, 1h, 0", env);
+			return -EINVAL;
+		}
+		o->keep_meter = true;
+	}
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+qvh", options, NULL)) != -1) {
 		if (c == 'h') {

@@ -29,6 +29,9 @@ struct bm_run_opts {
 	bool no_fast_path;		/* benchmarks: ceilings without the in-kernel kill */
 	bool meter_only;		/* tests: no controllers, the meter holds every ceiling */
 	bool standalone;		/* never through the agent */
+	bool fresh_meter;		/* load a meter of our own, reuse none that is pinned */
+	bool keep_meter;		/* --keep-meter (or $BURSTMETER_KEEP_METER) given */
+	uint64_t keep_meter_ns;		/* keep the meter pinned so long after the run */
 	const char *socket;		/* the agent's socket (default: $BURSTMETER_SOCKET, then /run/...) */
 	struct bm_run_sandbox sb;	/* --network, --read-only-root, --user, ... (run_sandbox.h) */
 	char **argv;			/* the command */

@@ -8,12 +8,15 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "base/common.h"
+#include "bm_abi.h"
 #include "meter.skel.h"
 #include "meter/loader.h"
 
@@ -49,11 +52,16 @@ void bm_log_libbpf(void)
 }
 
 /* The maps userspace uses, by index: the same whether loaded or adopted from pins. */
-enum { M_CGST, M_CGHASH, M_MM, M_EVENTS, M_STATS, M_MOVED, M_BLKALIAS, M_META, M__MAX };
+enum { M_CGST, M_CGHASH, M_MM, M_EVENTS, M_STATS, M_MOVED, M_BLKALIAS, M_RINGS, M_META, M__MAX };
 /* As pinned; bpffs takes no dots, so bm_moved is pinned under a name of its own. */
 static const char *const map_names[M__MAX] = {
-	"bm_cgst", "bm_cghash", "bm_mm", "bm_events", "bm_stats", "bm_moved", "bm_blkalias", "bm_meta",
+	"bm_cgst", "bm_cghash", "bm_mm", "bm_events", "bm_stats", "bm_moved", "bm_blkalias",
+	"bm_rings", "bm_meta",
 };
+
+/* bm_rings' slots (bpf/meter.bpf.c BM_RINGS); 0 is bm_events, the owner's. */
+#define RINGS 64
+#define GUEST_RING_BYTES (256 * 1024)
 
 /* The object's name of map i: global data is named after its section. */
 static const char *obj_map_name(int i)
@@ -80,58 +88,55 @@ struct bm_loader {
 	uint32_t slot_next;		/* where the search for a free slot starts */
 	uint64_t *stale;		/* cgroups whose meters went: their mms are forgotten in one pass */
 	size_t n_stale, cap_stale;
+	/* a guest of a pinned meter (reuse_dirs): the links held, our ring and its slot */
+	bool guest;
+	char reused[PATH_MAX];
+	int link_fd[MAX_LINKS];
+	int n_link_fd;
+	int ring_fd;
+	uint32_t ring_slot, ring_id;
+	uint64_t keep_ns;		/* keep the meter pinned so long after we end */
+	bool keep;			/* it is a kept meter (ours, or one we reuse) */
+	char keep_dir[PATH_MAX];	/* where kept meters are pinned */
 };
 
-static bool btf_has_tracepoint(const struct btf *vmlinux, const char *tp)
-{
-	char name[128];
-
-	snprintf(name, sizeof(name), "btf_trace_%s", tp);
-	return btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) > 0;
-}
-
 /*
- * The hrtimer function of the scheduler tick: tick_nohz_handler since 6.9,
- * tick_sched_timer before. /proc/kallsyms is 5 MB the kernel formats as we
- * read: big reads, a substring search, and a stop as soon as it is found
- * (the symbols come in address order, the tick's a third of the way in).
+ * What configure() asks of the kernel's BTF, found in one pass over its
+ * types: a lookup by name is a linear search, and one per program cost
+ * as much again as libbpf's own.
  */
-static uint64_t find_tick_fn(void)
-{
-	static const char *const names[] = { " tick_nohz_handler\n", " tick_sched_timer\n" };
-	size_t keep = 0, len, i;
-	uint64_t found = 0;
-	char *buf, *hit, *line;
-	ssize_t n;
-	int fd;
+struct btf_want {
+	const char *name;
+	int kind;
+	bool found;
+};
 
-	fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
-	buf = malloc(1 << 20);
-	while (fd >= 0 && buf && !found && (n = read(fd, buf + keep, (1 << 20) - keep - 1)) > 0) {
-		len = keep + (size_t)n;
-		buf[len] = '\0';
-		for (i = 0; i < BM_ARRAY_SIZE(names) && !found; i++) {
-			hit = strstr(buf, names[i]);
-			if (!hit)
-				continue;
-			for (line = hit; line > buf && line[-1] != '\n'; line--)
-				;
-			found = strtoull(line, NULL, 16);
-		}
-		/* a name may straddle two reads: carry the last partial line over */
-		line = memrchr(buf, '\n', len);
-		keep = line ? len - (size_t)(line + 1 - buf) : 0;
-		memmove(buf, buf + len - keep, keep);
+static void btf_find_all(const struct btf *vmlinux, struct btf_want *w, int n)
+{
+	uint32_t i, nr = btf__type_cnt(vmlinux);
+	const struct btf_type *t;
+	const char *name;
+	int k;
+
+	for (i = 1; i < nr; i++) {
+		t = btf__type_by_id(vmlinux, i);
+		if (!t || !t->name_off)
+			continue;
+		name = btf__name_by_offset(vmlinux, t->name_off);
+		for (k = 0; name && k < n; k++)
+			if (!w[k].found && btf_kind(t) == w[k].kind && !strcmp(name, w[k].name))
+				w[k].found = true;
 	}
-	free(buf);
-	if (fd >= 0)
-		close(fd);
-	return found;
 }
 
-static bool btf_has_func(const struct btf *vmlinux, const char *fn)
+static bool wanted(const struct btf_want *w, int n, const char *name, int kind)
 {
-	return btf__find_by_name_kind(vmlinux, fn, BTF_KIND_FUNC) > 0;
+	int k;
+
+	for (k = 0; k < n; k++)
+		if (w[k].kind == kind && !strcmp(w[k].name, name))
+			return w[k].found;
+	return false;
 }
 
 static unsigned int page_shift(void)
@@ -151,14 +156,32 @@ static unsigned int page_shift(void)
 static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum bm_net_source net,
 		      bool force_hash, uint32_t ring_bytes, const struct btf *vmlinux)
 {
+	enum { MAX_WANT = 32 };
+	struct btf_want want[MAX_WANT];
+	char names[MAX_WANT][128];
 	struct bpf_program *p;
-	uint64_t tick_fn = find_tick_fn();
 	bool kf;
+	int n = 0;
+
+	/* the tracepoints of the programs and the kfuncs */
+	bpf_object__for_each_program(p, skel->obj) {
+		const char *sec = bpf_program__section_name(p);
+
+		if (strncmp(sec, "tp_btf/", 7) || n >= MAX_WANT - 2)
+			continue;
+		snprintf(names[n], sizeof(names[n]), "btf_trace_%s", sec + 7);
+		want[n] = (struct btf_want){ names[n], BTF_KIND_TYPEDEF, false };
+		n++;
+	}
+	want[n++] = (struct btf_want){ "bpf_cgroup_from_id", BTF_KIND_FUNC, false };
+	want[n++] = (struct btf_want){ "bpf_cgroup_release", BTF_KIND_FUNC, false };
+	btf_find_all(vmlinux, want, n);
 
 	feat->cgrp_storage = !force_hash && libbpf_probe_bpf_map_type(BM_MAP_TYPE_CGRP_STORAGE, NULL) > 0;
 	skel->rodata->cfg_cgrp_storage = feat->cgrp_storage;
 	skel->rodata->cfg_page_shift = page_shift();
-	skel->rodata->cfg_tick_fn = tick_fn;
+	/* a lane per CPU: the switch and the tick add without atomics (bpf/lib/window.bpf.h) */
+	skel->rodata->cfg_plain_lanes = libbpf_num_possible_cpus() <= BM_LANES;
 	if (ring_bytes)
 		bpf_map__set_max_entries(skel->maps.bm_events, ring_bytes);
 	/* the unused meter map stays referenced by dead code: make it a 1-entry hash */
@@ -172,12 +195,15 @@ static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum 
 	/* a tracepoint this kernel lacks is left out, never guessed at */
 	bpf_object__for_each_program(p, skel->obj) {
 		const char *sec = bpf_program__section_name(p);
+		char tp[160];
 
-		if (!strncmp(sec, "tp_btf/", 7) && !btf_has_tracepoint(vmlinux, sec + 7))
+		snprintf(tp, sizeof(tp), "btf_trace_%s", sec + 7);
+		if (!strncmp(sec, "tp_btf/", 7) && !wanted(want, n, tp, BTF_KIND_TYPEDEF))
 			bpf_program__set_autoload(p, false);
 	}
-	feat->tick = tick_fn && bpf_program__autoload(skel->progs.bm_tick);
-	bpf_program__set_autoload(skel->progs.bm_tick, feat->tick);
+	/* the tick: its hrtimer function's address is found after the load (find_tick()) */
+	feat->tick = bpf_program__autoload(skel->progs.bm_tick);
+	bpf_program__set_autoload(skel->progs.bm_find_tick, feat->tick);
 	feat->reclaim = bpf_program__autoload(skel->progs.bm_dreclaim_beg) &&
 			bpf_program__autoload(skel->progs.bm_dreclaim_end);
 
@@ -188,8 +214,8 @@ static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum 
 	 * (6.2+, as the storage) makes it a cgroup. Without that kfunc, I/O is
 	 * the submitting task's only, and v1 twins cannot be told.
 	 */
-	kf = feat->cgrp_storage && btf_has_func(vmlinux, "bpf_cgroup_from_id") &&
-	     btf_has_func(vmlinux, "bpf_cgroup_release") &&
+	kf = feat->cgrp_storage && wanted(want, n, "bpf_cgroup_from_id", BTF_KIND_FUNC) &&
+	     wanted(want, n, "bpf_cgroup_release", BTF_KIND_FUNC) &&
 	     bpf_program__autoload(skel->progs.bm_bio_queue_kf);
 	bpf_program__set_autoload(kf ? skel->progs.bm_bio_queue : skel->progs.bm_bio_queue_kf, false);
 	feat->io = bpf_program__autoload(skel->progs.bm_bio_queue) ||
@@ -213,14 +239,33 @@ static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum 
 	       feat->oom ? "on" : "off");
 }
 
+/*
+ * The scheduler tick's hrtimer function, from the kernel's symbols
+ * (bm_find_tick(), a syscall program run once): where it is not found the
+ * tick program stays detached and CPU is charged at switches only.
+ */
+static void find_tick(struct bm_loader *l)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+
+	if (!l->feat.tick)
+		return;
+	if (bpf_prog_test_run_opts(bpf_program__fd(l->skel->progs.bm_find_tick), &opts) ||
+	    !l->skel->bss->bm_tick_fn)
+		l->feat.tick = false;
+	bm_dbg("tick function %s", l->feat.tick ? "found" : "not found: CPU at switches only");
+}
+
 /* Attach every program that loaded, keeping the links (to pin them). */
 static int attach(struct bm_loader *l)
 {
 	struct bpf_program *p;
 	struct bpf_link *link;
 
+	find_tick(l);
 	bpf_object__for_each_program(p, l->skel->obj) {
-		if (!bpf_program__autoload(p))
+		if (!bpf_program__autoload(p) || p == l->skel->progs.bm_find_tick ||
+		    (p == l->skel->progs.bm_tick && !l->feat.tick))
 			continue;
 		link = bpf_program__attach(p);
 		if (!link)
@@ -240,8 +285,56 @@ static void detach(struct bm_loader *l)
 		bpf_link__destroy(l->links[--l->n_links]);
 }
 
+/*
+ * With -v: the verifier's own account of each program (BPF_LOG_STATS, a
+ * few lines: its time, instructions processed, states), one line each, and
+ * the program's verified_insns. Costs the verifier nothing measurable.
+ */
+#define STATS_LOG 1024
+
+static void stats_arm(struct bm_meter_bpf *skel, char (*logs)[STATS_LOG], int max)
+{
+	struct bpf_program *p;
+	int i = 0;
+
+	bpf_object__for_each_program(p, skel->obj) {
+		if (i >= max)
+			break;
+		logs[i][0] = '\0';
+		if (!bpf_program__autoload(p))
+			continue;
+		bpf_program__set_log_level(p, 4);
+		bpf_program__set_log_buf(p, logs[i++], STATS_LOG);
+	}
+}
+
+static void stats_print(struct bm_meter_bpf *skel, char (*logs)[STATS_LOG], int max)
+{
+	struct bpf_prog_info info;
+	struct bpf_program *p;
+	uint32_t len;
+	char *c;
+	int i = 0;
+
+	bpf_object__for_each_program(p, skel->obj) {
+		if (i >= max || !bpf_program__autoload(p))
+			continue;
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len))
+			info.verified_insns = 0;
+		for (c = logs[i]; *c; c++)
+			if (*c == '\n')
+				*c = ' ';
+		bm_dbg("prog %s: verified_insns %u; %s", bpf_program__name(p), info.verified_insns,
+		       logs[i++]);
+	}
+}
+
 static int load(struct bm_loader *l, bool force_hash)
 {
+	char (*logs)[STATS_LOG] = NULL;
+	uint64_t t0;
 	enum bm_net_source net = BM_NET_SRC_TP;
 	struct btf *vmlinux;
 	int err;
@@ -256,7 +349,16 @@ static int load(struct bm_loader *l, bool force_hash)
 			break;
 		}
 		configure(l->skel, &l->feat, net, force_hash, l->ring_bytes, vmlinux);
+		if (bm_log_get_level() >= BM_LOG_DEBUG && !logs)
+			logs = calloc(MAX_LINKS, STATS_LOG);
+		if (logs)
+			stats_arm(l->skel, logs, MAX_LINKS);
+		t0 = bm_now_ns();
 		err = bm_meter_bpf__load(l->skel);
+		bm_dbg("meter loaded in %.1f ms: %s", (bm_now_ns() - t0) / 1e6,
+		       err ? strerror(-err) : "ok");
+		if (!err && logs)
+			stats_print(l->skel, logs, MAX_LINKS);
 		if (!err)
 			err = attach(l);
 		/* fexit is refused on some kernels (EPERM, no trampolines): meter without net */
@@ -269,6 +371,7 @@ static int load(struct bm_loader *l, bool force_hash)
 		net = BM_NET_SRC_NONE;
 	}
 	btf__free(vmlinux);
+	free(logs);
 	return err;
 }
 
@@ -301,6 +404,10 @@ static int pin(struct bm_loader *l)
 	char path[PATH_MAX], name[64];
 	uint32_t zero = 0;
 	int i, err;
+
+	/* kept: its time runs from now (the reaper starts when we end) */
+	if (l->keep)
+		meta.keep_until_ns = bm_now_ns() + l->keep_ns;
 
 	if (mkdir(l->pin_dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
@@ -425,9 +532,226 @@ static int load_or_adopt(struct bm_loader *l, bool force_hash, bool adopt_only)
 	return l->pin_dir[0] ? pin(l) : 0;
 }
 
+/* The id of the map behind fd, or 0. */
+static uint32_t map_id(int fd)
+{
+	struct bpf_map_info info;
+	uint32_t len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
+}
+
+/*
+ * A ring of our own in a free slot of bm_rings: slots are tried from one
+ * our pid picks; a slot is ours if, after we wrote it, it holds our ring
+ * (two guests that race for one: the later write wins, the earlier sees
+ * it and moves on).
+ */
+static int guest_ring(struct bm_loader *l)
+{
+	uint32_t k, slot, id;
+	int err = -ENOSPC;
+
+	l->ring_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "bm_guest", 0, 0, GUEST_RING_BYTES, NULL);
+	if (l->ring_fd < 0)
+		return -errno;
+	l->ring_id = map_id(l->ring_fd);
+	for (k = 0; k < RINGS - 1; k++) {
+		slot = 1 + ((uint32_t)getpid() + k) % (RINGS - 1);
+		if (!bpf_map_lookup_elem(l->fd[M_RINGS], &slot, &id) || errno != ENOENT)
+			continue;
+		if (bpf_map_update_elem(l->fd[M_RINGS], &slot, &l->ring_fd, BPF_ANY)) {
+			err = -errno;
+			continue;
+		}
+		if (!bpf_map_lookup_elem(l->fd[M_RINGS], &slot, &id) && id == l->ring_id) {
+			l->ring_slot = slot;
+			return 0;
+		}
+	}
+	return err;
+}
+
+/*
+ * Reuse the meter pinned in dir as a guest. Its links are held open, so
+ * that its programs stay attached until we end even if the pins go (an
+ * agent that stops, a kept meter's reaper).
+ */
+static int meta_get(const char *dir, struct bm_meta *meta, int *fdp);
+static void unpin_dir(const char *dir);
+
+static int guest_open(struct bm_loader *l, const char *dir)
+{
+	char path[PATH_MAX], name[32];
+	struct bm_meta meta;
+	int i, err, fd;
+
+	/* a kept meter past its time whose reaper is gone: unpinned here instead */
+	if (!strcmp(dir, l->keep_dir) && !meta_get(dir, &meta, &fd)) {
+		close(fd);
+		if (meta.abi == BM_ABI_VERSION && meta.keep_until_ns &&
+		    meta.keep_until_ns <= bm_now_ns()) {
+			unpin_dir(dir);
+			return -ESTALE;
+		}
+	}
+	snprintf(l->pin_dir, sizeof(l->pin_dir), "%s", dir);
+	err = adopt(l);
+	for (i = 0; !err && i < MAX_LINKS; i++) {
+		snprintf(name, sizeof(name), "link_%d", i);
+		fd = pin_path(l, name, path, sizeof(path)) ? -1 : bpf_obj_get(path);
+		if (fd < 0)
+			break;
+		l->link_fd[l->n_link_fd++] = fd;
+	}
+	if (!err)
+		err = guest_ring(l);
+	l->pin_dir[0] = '\0';
+	if (err)
+		return err;
+	l->guest = true;
+	snprintf(l->reused, sizeof(l->reused), "%s", dir);
+	l->keep = !strcmp(dir, l->keep_dir);
+	return 0;
+}
+
+static void guest_close(struct bm_loader *l)
+{
+	uint32_t id;
+
+	if (l->ring_slot && !bpf_map_lookup_elem(l->fd[M_RINGS], &l->ring_slot, &id) &&
+	    id == l->ring_id)
+		(void)bpf_map_delete_elem(l->fd[M_RINGS], &l->ring_slot);
+	l->ring_slot = 0;
+	if (l->ring_fd >= 0)
+		close(l->ring_fd);
+	l->ring_fd = -1;
+	while (l->n_link_fd)
+		close(l->link_fd[--l->n_link_fd]);
+}
+
+static void close_maps(struct bm_loader *l)
+{
+	int i;
+
+	for (i = 0; i < M__MAX; i++) {
+		if (l->fd[i] >= 0)
+			close(l->fd[i]);
+		l->fd[i] = -1;
+	}
+}
+
+static int meta_get(const char *dir, struct bm_meta *meta, int *fdp)
+{
+	char path[PATH_MAX];
+	uint32_t zero = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/bm_meta", dir);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	if (bpf_map_lookup_elem(fd, &zero, meta)) {
+		close(fd);
+		return -errno;
+	}
+	*fdp = fd;
+	return 0;
+}
+
+static void unpin_dir(const char *dir)
+{
+	struct bm_loader l = { 0 };
+
+	snprintf(l.pin_dir, sizeof(l.pin_dir), "%s", dir);
+	(void)bm_loader__unpin(&l);
+}
+
+/*
+ * The reaper of a kept meter: a process of its own (two forks, a session
+ * of its own, no fds of ours), that sleeps until the meter's keep_until_ns
+ * and unpins it then, unless a later run moved that on. It names itself in
+ * bm_meta; a reaper that finds another named there (it looks every second)
+ * leaves it the job.
+ */
+static void reaper(const char *dir)
+{
+	struct timespec ts;
+	struct bm_meta meta;
+	uint32_t zero = 0;
+	uint64_t wake;
+	int fd, i;
+
+	for (i = 3; i < 1024; i++)
+		close(i);
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		close(fd);
+	}
+	if (meta_get(dir, &meta, &fd))
+		return;
+	meta.reaper_pid = (uint32_t)getpid();
+	(void)bpf_map_update_elem(fd, &zero, &meta, 0);
+	close(fd);
+	for (;;) {
+		if (meta_get(dir, &meta, &fd))
+			return;
+		close(fd);
+		if (meta.reaper_pid != (uint32_t)getpid() || !meta.keep_until_ns)
+			return;
+		if (bm_now_ns() >= meta.keep_until_ns) {
+			unpin_dir(dir);
+			return;
+		}
+		/* a second at most: a newer reaper or a dropped meter ends us soon after */
+		wake = bm_now_ns() + BM_NSEC_PER_SEC;
+		wake = wake < meta.keep_until_ns ? wake : meta.keep_until_ns;
+		ts.tv_sec = (time_t)(wake / BM_NSEC_PER_SEC);
+		ts.tv_nsec = (long)(wake % BM_NSEC_PER_SEC);
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+	}
+}
+
+/* Keep the meter pinned in keep_dir until keep_ns from now, and start its reaper. */
+static void keep_meter(struct bm_loader *l)
+{
+	struct bm_meta meta;
+	uint32_t zero = 0;
+	pid_t pid;
+	int fd;
+
+	if (meta_get(l->keep_dir, &meta, &fd))
+		return;
+	meta.keep_until_ns = bm_now_ns() + l->keep_ns;
+	if (bpf_map_update_elem(fd, &zero, &meta, 0))
+		bm_dbg("failed to keep the meter: %s", strerror(errno));
+	close(fd);
+	bm_dbg("meter kept in %s for %.3f s", l->keep_dir, l->keep_ns / 1e9);
+	pid = fork();
+	if (pid < 0)
+		return;
+	if (!pid) {
+		setsid();
+		if (!fork())
+			reaper(l->keep_dir);
+		_exit(0);
+	}
+	(void)waitpid(pid, NULL, 0);
+}
+
 bool bm_loader__adopted(const struct bm_loader *l)
 {
 	return l->adopted;
+}
+
+const char *bm_loader__reused(const struct bm_loader *l)
+{
+	return l->guest ? l->reused : NULL;
 }
 
 int bm_loader__prog_ids(const struct bm_loader *l, uint32_t *ids, int max)
@@ -461,28 +785,53 @@ static int on_record(void *ctx, void *data, size_t size)
 struct bm_loader *bm_loader__open(const struct bm_loader_opts *opts)
 {
 	struct bm_loader *l;
-	int err, i;
+	uint64_t t0;
+	int err = 0, i;
 
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
 	for (i = 0; i < M__MAX; i++)
 		l->fd[i] = -1;
+	l->ring_fd = -1;
 	l->on_event = opts ? opts->on_event : NULL;
 	l->ctx = opts ? opts->ctx : NULL;
 	l->ring_bytes = opts ? opts->ring_bytes : 0;
+	l->keep_ns = opts ? opts->keep_ns : 0;
+	snprintf(l->keep_dir, sizeof(l->keep_dir), "%s",
+		 opts && opts->keep_dir ? opts->keep_dir : BM_KEEP_PIN_DIR);
 	if (opts && opts->pin_dir)
 		snprintf(l->pin_dir, sizeof(l->pin_dir), "%s", opts->pin_dir);
-	err = load_or_adopt(l, opts && opts->force_hash, opts && opts->adopt_only);
-	if (err)
-		goto err_free;
+	for (i = 0; opts && !opts->pin_dir && opts->reuse_dirs && opts->reuse_dirs[i]; i++) {
+		t0 = bm_now_ns();
+		err = guest_open(l, opts->reuse_dirs[i]);
+		if (!err) {
+			bm_dbg("reusing the meter pinned in %s (ring %u), in %.2f ms", l->reused,
+			       l->ring_slot, (bm_now_ns() - t0) / 1e6);
+			break;
+		}
+		bm_dbg("not reusing %s: %s", opts->reuse_dirs[i], strerror(-err));
+		guest_close(l);
+		close_maps(l);
+		l->adopted = false;
+	}
+	if (!l->guest) {
+		/* nothing to reuse: ours, pinned to be kept if asked */
+		if (l->keep_ns && !l->pin_dir[0]) {
+			snprintf(l->pin_dir, sizeof(l->pin_dir), "%s", l->keep_dir);
+			l->keep = true;
+		}
+		err = load_or_adopt(l, opts && opts->force_hash, opts && opts->adopt_only);
+		if (err)
+			goto err_free;
+	}
 	l->moved = mmap(NULL, BM_MOVED_SLOTS, PROT_READ | PROT_WRITE, MAP_SHARED, l->fd[M_MOVED], 0);
 	if (l->moved == MAP_FAILED) {
 		l->moved = NULL;
 		err = -errno;
 		goto err_free;
 	}
-	l->rb = ring_buffer__new(l->fd[M_EVENTS], on_record, l, NULL);
+	l->rb = ring_buffer__new(l->guest ? l->ring_fd : l->fd[M_EVENTS], on_record, l, NULL);
 	if (!l->rb) {
 		err = -errno;
 		goto err_free;
@@ -503,6 +852,10 @@ void bm_loader__free(struct bm_loader *l)
 		return;
 	bm_loader__forget_stale(l);
 	free(l->stale);
+	/* a kept meter, ours or reused, lives on keep_ns from now */
+	if (l->keep && l->keep_ns && (l->guest || l->skel))
+		keep_meter(l);
+	guest_close(l);
 	ring_buffer__free(l->rb);
 	if (l->moved)
 		munmap((void *)l->moved, BM_MOVED_SLOTS);
@@ -571,10 +924,13 @@ int bm_loader__add(struct bm_loader *l, const struct bm_cgroup *cg, uint64_t win
 	if (window_ns < BM_WINDOW_NS_MIN || window_ns > BM_WINDOW_NS_MAX)
 		return -EINVAL;
 	m.window_ns = window_ns;
+	m.cgid = cg->id;
 	m.first_win = m.last_win = m.lvl_win = start_ns / window_ns;
 	if (thresh)
 		memcpy(m.thresh, thresh, sizeof(m.thresh));
-	m.slot = slot_alloc(l);
+	/* a guest's meters are marked nowhere: the owner hands out the slots */
+	m.slot = l->guest ? BM_SLOT_NONE : slot_alloc(l);
+	m.ring = l->ring_slot;
 	if (m.slot != BM_SLOT_NONE)
 		l->moved[m.slot] = 0;
 	fd = meter_map(l, cg, &key);

@@ -30,7 +30,25 @@ struct bm_loader_opts {
 	bool adopt_only;
 	/* The ring buffer's size (a power of 2, pages), 0: the object's 256 KiB. Not when adopting. */
 	uint32_t ring_bytes;
+	/*
+	 * Without pin_dir: reuse a meter pinned in one of these directories
+	 * (NULL-terminated; an agent's, then a kept one), as a guest: its
+	 * programs and maps, a ring of our own for our meters' records (a slot
+	 * of bm_rings), their links held open while we run. The first that
+	 * holds a meter of our ABI is used; none, and we load our own.
+	 */
+	const char *const *reuse_dirs;
+	/*
+	 * Keep the meter for keep_ns after we end (run --keep-meter): a meter
+	 * loaded here is pinned in keep_dir, one reused there has its
+	 * lifetime extended; a reaper process unpins it once that has passed.
+	 */
+	uint64_t keep_ns;
+	const char *keep_dir;	/* where kept meters are pinned; NULL: BM_KEEP_PIN_DIR */
 };
+
+/* Where a kept meter is pinned (run --keep-meter); the agent's is BM_AGENT_PIN_DIR. */
+#define BM_KEEP_PIN_DIR "/sys/fs/bpf/burstmeter-run"
 
 /* Where bytes sent come from: the 6.3+ tracepoint, fexit on inet_sendmsg (6.1), or nowhere. */
 enum bm_net_source { BM_NET_SRC_NONE, BM_NET_SRC_TP, BM_NET_SRC_FEXIT };
@@ -59,6 +77,8 @@ struct bm_loader *bm_loader__open(const struct bm_loader_opts *opts);
 void bm_loader__free(struct bm_loader *l);
 /* Was the meter adopted from pins rather than loaded? */
 bool bm_loader__adopted(const struct bm_loader *l);
+/* The pin directory of the meter reused as a guest (reuse_dirs), or NULL if loaded here. */
+const char *bm_loader__reused(const struct bm_loader *l);
 /* Remove the pins (the programs detach once the last handle closes). Returns 0 or -errno. */
 int bm_loader__unpin(struct bm_loader *l);
 /* Program ids of the meter (for bpf_stats), up to max; returns how many. */
