@@ -22,18 +22,19 @@ struct mm_struct___old {
 } __attribute__((preserve_access_index));
 
 /*
- * Direct loads, not BPF_CORE_READ(): rss_stat fires at every page fault, and
- * three bpf_probe_read_kernel() calls were most of its cost. member must be
- * a constant (a load through a BTF pointer takes no variable offset).
+ * BPF_CORE_READ(), not direct loads: with direct loads 6.1 refused bm_rss
+ * (EINVAL), the newer flavour's relocation, which has no target there,
+ * being the invalid instruction libbpf puts in its place, and reachable.
+ * The probe reads keep each flavour inside its branch.
  */
 static __always_inline __s64 bm_mm_counter(struct mm_struct *mm, int member)
 {
 	if (bpf_core_type_exists(struct mm_rss_stat___old)) {
 		struct mm_struct___old *old = (void *)mm;
 
-		return old->rss_stat.count[member].counter;
+		return BPF_CORE_READ(old, rss_stat.count[member].counter);
 	}
-	return mm->rss_stat[member].count;
+	return BPF_CORE_READ(mm, rss_stat[member].count);
 }
 
 /* Resident pages of an mm: file + anon + shmem (swap entries are not resident). */
