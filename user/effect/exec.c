@@ -259,6 +259,7 @@ static void init_main(int cgroup_fd, const int *join_fds, int n_join, char *cons
 {
 	struct bm_exec cx = *x;
 	int logp[2] = { -1, -1 }, pidfd = -1, err;
+	sigset_t chld;
 	long pid;
 
 	prctl(PR_SET_NAME, "bm-init");
@@ -274,6 +275,10 @@ static void init_main(int cgroup_fd, const int *join_fds, int n_join, char *cons
 		}
 		cx.stdio[1] = cx.stdio[2] = logp[1];
 	}
+	/* its SIGCHLD kept for bm_ns_init()'s signalfd, however soon it ends (the child unblocks) */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	(void)sigprocmask(SIG_BLOCK, &chld, NULL);
 	pid = bm_clone_into(cgroup_fd, 0, &pidfd);
 	if (pid < 0) {
 		err = -errno;

@@ -244,6 +244,8 @@ void bm_ns_init(pid_t cmd, int status_fd, int log_in, int log_out, uint64_t log_
 	pfd[0].fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	pfd[0].events = POLLIN;
 	pfd[1].events = POLLIN;
+	/* a command that ended before SIGCHLD was blocked left no signal to wake us: look first */
+	children = reap(cmd, &status_fd);
 	while (children || logging) {
 		struct signalfd_siginfo si;
 
