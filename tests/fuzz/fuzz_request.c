@@ -60,7 +60,8 @@ static bool sandbox_equal(const struct bm_sandbox *a, const struct bm_sandbox *b
 	    a->network_policy != b->network_policy || a->n_cidrs != b->n_cidrs ||
 	    a->read_only_root_fs != b->read_only_root_fs ||
 	    a->run_as_non_root != b->run_as_non_root ||
-	    a->drop_all_capabilities != b->drop_all_capabilities)
+	    a->drop_all_capabilities != b->drop_all_capabilities ||
+	    strcmp(bm_sandbox_workspace(a), bm_sandbox_workspace(b)))
 		return false;
 	for (i = 0; i < a->n_cidrs; i++)
 		if (a->cidrs[i].family != b->cidrs[i].family ||
@@ -76,7 +77,8 @@ static bool request_equal(const struct bm_request *a, const struct bm_request *b
 	return !strcmp(a->id, b->id) && !strcmp(a->tenant, b->tenant) &&
 	       !strcmp(a->intent, b->intent) && a->mode == b->mode &&
 	       a->attach_pid == b->attach_pid && strv_equal(a->argv, b->argv) &&
-	       strv_equal(a->env, b->env) && !strcmp(a->cwd, b->cwd) &&
+	       strv_equal(a->env, b->env) && !a->cwd == !b->cwd &&
+	       (!a->cwd || !strcmp(a->cwd, b->cwd)) &&
 	       a->priority == b->priority && json_equal(a->labels, b->labels) &&
 	       a->window_ns == b->window_ns && sandbox_equal(&a->sandbox, &b->sandbox) &&
 	       !strcmp(a->tool, b->tool) && a->expect.set == b->expect.set &&

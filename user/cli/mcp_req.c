@@ -293,8 +293,8 @@ static int take(struct bm_mcp_req *r, struct bm_request *q)
 	q->argv = NULL;
 	shell_tool(r->argv, r->tool, sizeof(r->tool));
 	r->envp = merge_env(q->env);
-	r->cwd = q->cwd[0] ? strdup(q->cwd) : NULL;
-	r->intent = strdup(q->intent);
+	r->cwd = q->cwd ? strdup(q->cwd) : NULL;
+	r->intent = strdup(q->intent ? q->intent : "");
 	r->sandbox = json_incref(json_object_get(canon, "sandbox"));
 	json_decref(canon);
 	r->limits.cpu_milli = sb->cpu_limit_milli;
@@ -307,7 +307,7 @@ static int take(struct bm_mcp_req *r, struct bm_request *q)
 	/* the command's own spans join the caller's trace, through the agent or not */
 	if (r->traceparent[0] && env_trace(&r->envp, r->traceparent))
 		return -ENOMEM;
-	return r->envp && r->intent && r->sandbox && (!q->cwd[0] || r->cwd) ? 0 : -ENOMEM;
+	return r->envp && r->intent && r->sandbox && (!q->cwd || r->cwd) ? 0 : -ENOMEM;
 }
 
 int bm_mcp_req_parse(const json_t *args, const struct bm_mcp_cfg *cfg, struct bm_mcp_req *r, json_t **errs)
