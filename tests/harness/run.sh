@@ -29,9 +29,14 @@ command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || "$src/tools
 	cant "node and npm could not be installed"
 command -v python3 >/dev/null 2>&1 || cant "needs python3"
 
-# the packages, once per set of versions
+# the packages, once per set of versions, and again if another install pruned one
+# (podspec's npm install into the same BUILD_DIR/npm removes what it did not ask for)
 stamp="$O/npm/.installed-$(echo "$npm_pkgs" | cksum | cut -d' ' -f1)"
-if [ ! -f "$stamp" ]; then
+missing=0
+for p in $npm_pkgs; do
+	[ -f "$O/npm/node_modules/${p%@*}/package.json" ] || missing=1
+done
+if [ ! -f "$stamp" ] || [ "$missing" = 1 ]; then
 	mkdir -p "$O/npm"
 	npm install --prefix "$O/npm" --no-audit --no-fund --no-save --loglevel=error $npm_pkgs >&2 ||
 		cant "npm install of $npm_pkgs failed"
