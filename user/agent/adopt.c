@@ -76,7 +76,7 @@ static void requeue(struct bm_agent *a, struct ag_effect *e, const struct bm_eff
 static void adopt_running(struct bm_agent *a, struct ag_effect *e, const struct bm_effect_row *row)
 {
 	struct bm_sup_opts so;
-	int status = -1, fd;
+	int fd;
 
 	(void)ag_effect_status(a, e, NULL);
 	fd = find_teller(e, row);
@@ -104,16 +104,9 @@ static void adopt_running(struct bm_agent *a, struct ag_effect *e, const struct 
 	e->state = row->state == BM_ST_QUEUED ? BM_ST_RUNNING : row->state;
 	ag_watch_effect(a, e);
 	ag_wake(a, e);
-	if (e->shim.pidfd >= 0)
-		return;
-	/* an attached process gone while no agent ran: its caller, who reaps it, may still say how */
-	if (e->req.mode == BM_REQ_ATTACH) {
-		e->exit_wait_ns = bm_now_ns() + AG_EXIT_WAIT_NS;
-		return;
-	}
-	if (!e->status_path || bm_effect_shim_status(e->status_path, &status))
-		status = -1;
-	bm_sup__exited(&e->sup, status);
+	/* its shim (or attached process) gone while no agent ran: as if it had just ended */
+	if (e->shim.pidfd < 0)
+		ag_shim_ended(a, e);
 }
 
 struct adopt_ctx {
