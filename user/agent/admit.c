@@ -183,16 +183,10 @@ void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_op
 	so->expect = &e->req.expect;
 	so->traceparent = e->req.traceparent;
 	so->window_ns = e->req.window_ns;
-	so->limits.cpu_milli = e->req.sandbox.cpu_limit_milli;
-	so->limits.memory_bytes = e->req.sandbox.memory_limit;
-	so->limits.pids = e->req.sandbox.pids_limit;
-	so->limits.timeout_ns = e->req.sandbox.timeout_ns;
+	bm_limits_from_sandbox(&so->limits, &e->req.sandbox);
 	so->sandbox = &e->req.sandbox;
 	/* its tenant's CPU budget, or the node's pressure, may cap it: a controller to do it with */
 	so->cpu_cap = ag_tenant_may_cap(a, e->tenant);
-	so->limits.io_read_bps = e->req.sandbox.io_read_bps;
-	so->limits.io_write_bps = e->req.sandbox.io_write_bps;
-	so->limits.io_iops = e->req.sandbox.io_iops;
 	/* its /tmp is a tmpfs of that size (exec_opts()): full, it ends with storage_ceiling */
 	so->limits.storage_bytes = e->req.mode == BM_REQ_ATTACH ? 0 : e->req.sandbox.max_ephemeral_storage;
 	/* the disks its I/O ceilings are for: where it works, and its /tmp unless that is a tmpfs */

@@ -356,13 +356,7 @@ static int client_sandbox(const struct bm_run_opts *o, const char *sock, struct 
 		return -EPERM;
 	}
 	*sb = o->sb.sb;
-	sb->cpu_limit_milli = o->limits.cpu_milli;
-	sb->memory_limit = o->limits.memory_bytes;
-	sb->pids_limit = o->limits.pids;
-	sb->timeout_ns = o->limits.timeout_ns;
-	sb->io_read_bps = o->limits.io_read_bps;
-	sb->io_write_bps = o->limits.io_write_bps;
-	sb->io_iops = o->limits.io_iops;
+	bm_limits_to_sandbox(&o->limits, sb);
 	err = bm_run_sandbox_envp(&o->sb, envp);
 	if (err)
 		return bm_err_errno(err, "failed to set up the environment");

@@ -338,6 +338,28 @@ static json_t *meter_json_base(const struct bm_outcome *o)
 			 "cgroup_memory_peak_bytes", o->cgroup_mem_peak > 0 ? json_integer(o->cgroup_mem_peak) : json_null());
 }
 
+void bm_limits_from_sandbox(struct bm_limits *l, const struct bm_sandbox *sb)
+{
+	l->cpu_milli = sb->cpu_limit_milli;
+	l->memory_bytes = sb->memory_limit;
+	l->pids = sb->pids_limit;
+	l->timeout_ns = sb->timeout_ns;
+	l->io_read_bps = sb->io_read_bps;
+	l->io_write_bps = sb->io_write_bps;
+	l->io_iops = sb->io_iops;
+}
+
+void bm_limits_to_sandbox(const struct bm_limits *l, struct bm_sandbox *sb)
+{
+	sb->cpu_limit_milli = l->cpu_milli;
+	sb->memory_limit = l->memory_bytes;
+	sb->pids_limit = l->pids;
+	sb->timeout_ns = l->timeout_ns;
+	sb->io_read_bps = l->io_read_bps;
+	sb->io_write_bps = l->io_write_bps;
+	sb->io_iops = l->io_iops;
+}
+
 json_t *bm_outcome_json(const struct bm_outcome *o)
 {
 	char started[40];

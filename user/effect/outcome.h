@@ -50,6 +50,11 @@ struct bm_limits {
 	uint64_t storage_bytes;	/* what it may write to its ephemeral storage (/tmp); 0 = none */
 };
 
+/* The ceilings a request's sandbox asks for, as limits (storage_bytes left to the caller). */
+void bm_limits_from_sandbox(struct bm_limits *l, const struct bm_sandbox *sb);
+/* The limits in a sandbox's terms (the request's form), the rest of sb left as it is. */
+void bm_limits_to_sandbox(const struct bm_limits *l, struct bm_sandbox *sb);
+
 struct bm_expect;
 /* The I/O ceilings, in the order of bm_outcome.io_mech[]. */
 enum bm_io_ceiling { BM_IO_CEIL_READ_BPS, BM_IO_CEIL_WRITE_BPS, BM_IO_CEIL_IOPS, BM_IO_CEIL__MAX };
