@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # The VM suite: the host's own burstmeter, workloads and integration tests, run on
 # Debian's 6.1 kernel under qemu by vm.sh, with vm-tests.sh as the payload.
-# Usage: tests/vm/run-suite.sh BUILD_DIR   (after 'make all integ-bins'; env: CI, VM_TIMEOUT)
+# Usage: tests/vm/run-suite.sh BUILD_DIR   (after 'make all integ-bins'; env: CI, VM_TIMEOUT,
+#        VM_TESTS="test_keep test_io" to run only those integration tests, e.g. to retry one)
 # Writes BUILD_DIR/vm/summary (one line), BUILD_DIR/vm/run.log (everything vm.sh
 # printed) and BUILD_DIR/vm/smoke-verbose.log ('burstmeter run -v' inside the VM).
 # Exit status: 0 all passed, 1 a test failed or the VM did not finish, 2 not built.
@@ -47,9 +48,16 @@ for f in "$O"/workloads/* "$O"/tests/integration/test_*; do
 	[ -f "$f" ] && [ -x "$f" ] || continue
 	case $f in
 	"$O"/workloads/*) cp -p "$f" "$payload/workloads/" ;;
-	*) cp -p "$f" "$payload/tests/" ;;
+	*)
+		if [ -n "${VM_TESTS:-}" ] && ! grep -qw -- "$(basename "$f")" <<<"$VM_TESTS"; then
+			continue
+		fi
+		cp -p "$f" "$payload/tests/"
+		;;
 	esac
 done
+[ -z "${VM_TESTS:-}" ] || [ -n "$(ls "$payload/tests")" ] ||
+	{ echo "run-suite.sh: VM_TESTS names no built test: $VM_TESTS" >&2; exit 2; }
 install -m 755 "$here/vm-tests.sh" "$payload/vm-tests.sh"
 # the policies the tests use (tools/policies), as BM_POLICIES
 cp -rp "$repo/tools/policies" "$payload/policies"
@@ -98,5 +106,18 @@ else
 	ok=no
 fi
 echo "$line" >"$summary"
+# A failed test's own words (cmocka's diagnostics above its "not ok"), again at the end,
+# where a CI log's tail shows them: the lines of its binary since the test before it.
+if [ -n "$failures" ]; then
+	echo "vm: what the failed tests said:"
+	awk '{ sub(/\r$/, "") }
+	     match($0, /^  \[test_[A-Za-z0-9_]*\] /) {
+		bin = substr($0, 4, RLENGTH - 5); text = substr($0, RLENGTH + 1)
+		if (bin != cur) { cur = bin; n = 0 }
+		if (text ~ /^ok [0-9]+ -/) { n = 0; next }
+		if (n < 40) buf[n++] = text
+		if (text ~ /^not ok [0-9]+ -/) { for (i = 0; i < n; i++) print "  [" bin "] " buf[i]; n = 0 }
+	     }' "$log"
+fi
 echo "vm: $line"
 [ "$ok" = yes ]
