@@ -132,6 +132,29 @@ static void test_keep_bad_input(void **state)
 	assert_clean(f);
 }
 
+/*
+ * A kept meter is pinned: on a node just booted (no bpffs at /sys/fs/bpf)
+ * run mounts one, as the agent does (the VM boots without one); a keep dir
+ * on another filesystem is one line naming it, exit 125, nothing made.
+ */
+static void test_keep_not_bpffs(void **state)
+{
+	struct fx *f = *state;
+	char dir[PATH_MAX], said[PATH_MAX + 64];
+	struct res *r;
+
+	snprintf(dir, sizeof(dir), "/tmp/bm-%s-keep/meter", token);
+	setenv("BURSTMETER_KEEP_DIR", dir, 1);
+	r = run_bm(f, R_STD, "--keep-meter", "60s", "--", "/bin/true", NULL);
+	setenv("BURSTMETER_KEEP_DIR", keep_dir, 1);
+	assert_int_equal(r->status, 125);
+	snprintf(said, sizeof(said), "pin dir %s is on", dir);
+	check_said(r, said);
+	check_said(r, "not a BPF filesystem");
+	assert_int_equal(access(dir, F_OK), -1);
+	assert_clean(f);
+}
+
 static int group_teardown(void **state)
 {
 	(void)state;
@@ -150,6 +173,7 @@ int main(void)
 {
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_keep_bad_input, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keep_not_bpffs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keep_reuse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keep_expires, setup, teardown),
 	};

@@ -191,6 +191,16 @@ static int start(struct run_state *s, const struct bm_sup_opts *so)
 	/* --keep-meter 0: the kept meter goes as this run ends */
 	if (s->o->keep_meter && !lo.keep_ns)
 		lo.keep_ns = 1;
+	/* a meter kept is pinned: on a node just booted, a bpffs is mounted for it (as the agent does) */
+	if (s->o->keep_meter && s->o->keep_meter_ns) {
+		err = bm_bpffs_prepare(lo.keep_dir, why, sizeof(why));
+		if (err < 0) {
+			bm_err("%s", why);
+			return err;
+		}
+		if (err)
+			bm_dbg("mounted a BPF filesystem for %s", lo.keep_dir);
+	}
 	s->loader = bm_loader__open(&lo);
 	if (!s->loader) {
 		err = -errno;
