@@ -21,6 +21,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Load-time knobs, written by the loader between open and load. */
 const volatile __u8 cfg_cgrp_storage = 1;	/* meters in cgroup storage (6.2+), else bm_cghash */
+const volatile __u8 cfg_cgroup_kfuncs = 1;	/* bpf_cgroup_from_id() and _release() (6.2+) */
 __u64 bm_tick_fn;			/* address of the tick's hrtimer function (bm_find_tick) */
 const volatile __u32 cfg_page_shift = 12;
 
@@ -143,6 +144,10 @@ static __always_inline void stat_inc(__u32 idx)
 		*v += 1;
 }
 
+extern struct cgroup *bpf_cgroup_from_id(__u64 cgid) __ksym __weak;
+extern void bpf_cgroup_release(struct cgroup *cgrp) __ksym __weak;
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
 static __always_inline struct cgroup *cgroup_of(struct task_struct *t)
 {
 	return t->cgroups->dfl_cgrp;
@@ -158,9 +163,35 @@ static __always_inline struct bm_meter *meter_of(struct task_struct *t)
 	return bpf_map_lookup_elem(&bm_cghash, &id);
 }
 
+/*
+ * bm_open_cur()'s lookup (once per window of a cgroup, in most programs) goes
+ * by the current cgroup's id (meter_by_id()): no pointer walked. Each pointer a program
+ * loads from a trusted one costs the verifier linear searches of the
+ * kernel's BTF (btf_nested_type_is_trusted(), 6.5+: ~1.7 ms a load on 6.18),
+ * more than the rest of a small program; the kfunc's lookup by id, taken
+ * once a window, does not show at run time.
+ */
+static __always_inline struct bm_meter *meter_by_id(__u64 id)
+{
+	struct bm_meter *m = NULL;
+	struct cgroup *cg;
+
+	if (!cfg_cgrp_storage)
+		return bpf_map_lookup_elem(&bm_cghash, &id);
+	cg = bpf_cgroup_from_id(id);
+	if (cg) {
+		m = bpf_cgrp_storage_get(&bm_cgst, cg, 0, 0);
+		bpf_cgroup_release(cg);
+	}
+	return m;
+}
+
+/* Also the rare events' (reclaim's end, exit), where a lookup by id costs nothing that shows. */
 static __always_inline struct bm_meter *bm_cur_meter(void)
 {
-	return meter_of(bpf_get_current_task_btf());
+	if (cfg_cgrp_storage && !cfg_cgroup_kfuncs)
+		return meter_of(bpf_get_current_task_btf());
+	return meter_by_id(bpf_get_current_cgroup_id());
 }
 
 /* A record of m's cgroup: its id is in the meter, so no pointer is walked for it. */
@@ -421,19 +452,15 @@ static __always_inline void tasks_add(struct bm_meter *m, __s64 delta, __u64 for
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(bm_fork, struct task_struct *parent, struct task_struct *child)
 {
-	struct cgroup *cg = cgroup_of(child);
+	/* read, not walked, and the meter found by id (bm_cur_meter() says why) */
+	__u64 id = BPF_CORE_READ(child, cgroups, dfl_cgrp, kn, id);
 	struct bm_task_state init = {};
 	struct bm_meter *m;
 	__u64 forked;
 
-	forked = cgroup_of(parent) == cg;
-	if (cfg_cgrp_storage) {
-		m = bpf_cgrp_storage_get(&bm_cgst, cg, 0, 0);
-	} else {
-		__u64 id = cg->kn->id;
-
-		m = bpf_map_lookup_elem(&bm_cghash, &id);
-	}
+	/* the parent is the current task: forked in, or cloned into the cgroup */
+	forked = bpf_get_current_cgroup_id() == id;
+	m = cfg_cgrp_storage && !cfg_cgroup_kfuncs ? meter_of(child) : meter_by_id(id);
 	if (!m)
 		return 0;
 	/* its storage now, not at its first switch (charge() says why); it has run nothing yet */
@@ -451,10 +478,20 @@ int BPF_PROG(bm_attach, struct cgroup *dst, const char *path, struct task_struct
 
 	struct bm_task_state init = {}, *ts;
 
-	/* v1 hierarchies fire this too: only a move in the default (v2) hierarchy counts */
-	if (cgroup_of(task) != dst)
+	/*
+	 * v1 hierarchies fire this too: only a move in the default (v2)
+	 * hierarchy counts, into dst, the task's cgroup then (read, not
+	 * walked: bm_cur_meter() says why).
+	 */
+	if (BPF_CORE_READ(task, cgroups, dfl_cgrp) != dst)
 		return 0;
-	m = meter_of(task);
+	if (cfg_cgrp_storage) {
+		m = bpf_cgrp_storage_get(&bm_cgst, dst, 0, 0);
+	} else {
+		__u64 id = BPF_CORE_READ(dst, kn, id);
+
+		m = bpf_map_lookup_elem(&bm_cghash, &id);
+	}
 	if (!m)
 		return 0;
 	/* what it ran before the move is not the effect's: charge from here */
@@ -473,7 +510,8 @@ int BPF_PROG(bm_attach, struct cgroup *dst, const char *path, struct task_struct
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(bm_exit, struct task_struct *p)
 {
-	struct bm_meter *m = meter_of(p);
+	/* p is the current task, at its exit */
+	struct bm_meter *m = bm_cur_meter();
 
 	if (m)
 		tasks_add(m, -1, 0);
@@ -597,7 +635,7 @@ static __always_inline void reclaim_end(void)
 	ts = bpf_task_storage_get(&bm_task, cur, 0, 0);
 	if (!ts || !ts->reclaim_ns)
 		return;
-	m = meter_of(cur);
+	m = bm_cur_meter();
 	if (m)
 		__sync_fetch_and_add(&m->stall_ns, bpf_ktime_get_ns() - ts->reclaim_ns);
 	ts->reclaim_ns = 0;
@@ -703,9 +741,6 @@ struct {
 	__type(value, __u64);
 } bm_blkalias SEC(".maps");
 
-extern struct cgroup *bpf_cgroup_from_id(__u64 cgid) __ksym __weak;
-extern void bpf_cgroup_release(struct cgroup *cgrp) __ksym __weak;
-
 static __always_inline void io_add(struct bm_meter *m, __u32 d, __u64 x, __u64 v, __u32 lane,
 				   bool cur)
 {
@@ -772,7 +807,7 @@ static __always_inline struct bm_meter *io_by_task(__u32 *via)
 		stat_inc(BM_STAT_IO_UNKNOWN);
 		return NULL;
 	}
-	return meter_of(cur);
+	return bm_cur_meter();
 }
 
 /* Meters in the hash (6.1): a cgroup id is the meter's key. */
@@ -797,7 +832,8 @@ int BPF_PROG(bm_bio_queue, struct bio *bio)
 
 /*
  * Meters in cgroup storage (6.2+): the id becomes the cgroup through
- * bpf_cgroup_from_id() (6.2+ too), a pointer the storage helper trusts.
+ * bpf_cgroup_from_id() (6.2+ too, as bpf_rdonly_cast()), a pointer the
+ * storage helper trusts.
  * Loaded instead of bm_bio_queue where the kernel has both.
  */
 SEC("tp_btf/block_bio_queue")
@@ -810,7 +846,8 @@ int BPF_PROG(bm_bio_queue_kf, struct bio *bio)
 
 	if (!io_counts(bio))
 		return 0;
-	id = bio_cgid(bio, &via);
+	/* walked untrusted (bpf_rdonly_cast(), 6.2+ as the rest): bm_cur_meter() says why */
+	id = bio_cgid(bpf_rdonly_cast(bio, bpf_core_type_id_kernel(struct bio)), &via);
 	/* the root cgroup (1) is no effect: most of a node's bios need no lookup */
 	if (id > 1) {
 		cg = bpf_cgroup_from_id(id);
@@ -882,7 +919,10 @@ int BPF_PROG(bm_dirty, struct folio *folio, struct address_space *mapping)
 SEC("tp_btf/mark_victim")
 int BPF_PROG(bm_oom_victim, struct task_struct *task)
 {
-	struct bm_meter *m = meter_of(task);
+	/* rare: by id, read and not walked (bm_cur_meter() says why) */
+	struct bm_meter *m = cfg_cgrp_storage && !cfg_cgroup_kfuncs ?
+				     meter_of(task) :
+				     meter_by_id(BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id));
 	struct bm_oom_event *e;
 	struct mm_struct *mm;
 	__s64 pages;
@@ -902,7 +942,7 @@ int BPF_PROG(bm_oom_victim, struct task_struct *task)
 	e->pid = task->pid;
 	e->oom_score_adj = BPF_CORE_READ(task, signal, oom_score_adj);
 	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), task->comm);
-	mm = task->mm;
+	mm = BPF_CORE_READ(task, mm);
 	if (mm) {
 		pages = bm_mm_resident_pages(mm);
 		e->rss_bytes = pages > 0 ? (__u64)pages << cfg_page_shift : 0;

@@ -18,6 +18,7 @@
 #include "base/common.h"
 #include "bm_abi.h"
 #include "meter.skel.h"
+#include "meter/btfscan.h"
 #include "meter/loader.h"
 
 /* Not in Debian 12's 6.1 uapi headers; the value is ABI (include/uapi/linux/bpf.h, 6.2). */
@@ -101,23 +102,27 @@ struct bm_loader {
 };
 
 /*
- * What configure() asks of the kernel's BTF, found in one pass over its
- * types: a lookup by name is a linear search, and one per program cost
- * as much again as libbpf's own.
+ * What configure() asks of the kernel's BTF, in one pass over its raw types
+ * (meter/btfscan.h); through libbpf's parse where that cannot read them. A
+ * lookup by name is a linear search, and one per program cost as much
+ * again as libbpf's own load.
  */
-struct btf_want {
-	const char *name;
-	int kind;
-	bool found;
-};
-
-static void btf_find_all(const struct btf *vmlinux, struct btf_want *w, int n)
+static int btf_find_all(struct bm_btf_want *w, int n)
 {
-	uint32_t i, nr = btf__type_cnt(vmlinux);
 	const struct btf_type *t;
+	struct btf *vmlinux;
+	uint32_t i, nr;
 	const char *name;
-	int k;
+	int k, err;
 
+	err = bm_btf_scan("/sys/kernel/btf/vmlinux", w, n);
+	if (!err)
+		return 0;
+	bm_dbg("kernel BTF not scanned (%s): parsed by libbpf", strerror(-err));
+	vmlinux = btf__load_vmlinux_btf();
+	if (!vmlinux)
+		return -errno;
+	nr = btf__type_cnt(vmlinux);
 	for (i = 1; i < nr; i++) {
 		t = btf__type_by_id(vmlinux, i);
 		if (!t || !t->name_off)
@@ -127,9 +132,11 @@ static void btf_find_all(const struct btf *vmlinux, struct btf_want *w, int n)
 			if (!w[k].found && btf_kind(t) == w[k].kind && !strcmp(name, w[k].name))
 				w[k].found = true;
 	}
+	btf__free(vmlinux);
+	return 0;
 }
 
-static bool wanted(const struct btf_want *w, int n, const char *name, int kind)
+static bool wanted(const struct bm_btf_want *w, int n, const char *name, int kind)
 {
 	int k;
 
@@ -153,32 +160,39 @@ static unsigned int page_shift(void)
 
 
 /* Choose programs and map types for this kernel, between open and load. */
-static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum bm_net_source net,
-		      bool force_hash, uint32_t ring_bytes, const struct btf *vmlinux)
+static int configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum bm_net_source net,
+		     bool force_hash, uint32_t ring_bytes)
 {
-	enum { MAX_WANT = 32 };
-	struct btf_want want[MAX_WANT];
+	enum { MAX_WANT = 32, KFUNCS = 3 };
+	struct bm_btf_want want[MAX_WANT];
 	char names[MAX_WANT][128];
 	struct bpf_program *p;
 	bool kf;
-	int n = 0;
+	int n = 0, err;
 
 	/* the tracepoints of the programs and the kfuncs */
 	bpf_object__for_each_program(p, skel->obj) {
 		const char *sec = bpf_program__section_name(p);
 
-		if (strncmp(sec, "tp_btf/", 7) || n >= MAX_WANT - 2)
+		if (strncmp(sec, "tp_btf/", 7) || n >= MAX_WANT - KFUNCS)
 			continue;
 		snprintf(names[n], sizeof(names[n]), "btf_trace_%s", sec + 7);
-		want[n] = (struct btf_want){ names[n], BTF_KIND_TYPEDEF, false };
+		want[n] = (struct bm_btf_want){ names[n], BTF_KIND_TYPEDEF, false };
 		n++;
 	}
-	want[n++] = (struct btf_want){ "bpf_cgroup_from_id", BTF_KIND_FUNC, false };
-	want[n++] = (struct btf_want){ "bpf_cgroup_release", BTF_KIND_FUNC, false };
-	btf_find_all(vmlinux, want, n);
+	want[n++] = (struct bm_btf_want){ "bpf_cgroup_from_id", BTF_KIND_FUNC, false };
+	want[n++] = (struct bm_btf_want){ "bpf_cgroup_release", BTF_KIND_FUNC, false };
+	want[n++] = (struct bm_btf_want){ "bpf_rdonly_cast", BTF_KIND_FUNC, false };
+	err = btf_find_all(want, n);
+	if (err)
+		return err;
 
 	feat->cgrp_storage = !force_hash && libbpf_probe_bpf_map_type(BM_MAP_TYPE_CGRP_STORAGE, NULL) > 0;
 	skel->rodata->cfg_cgrp_storage = feat->cgrp_storage;
+	/* a meter found by id where a walk would cost the verifier (bpf/meter.bpf.c bm_cur_meter()) */
+	skel->rodata->cfg_cgroup_kfuncs = feat->cgrp_storage &&
+					  wanted(want, n, "bpf_cgroup_from_id", BTF_KIND_FUNC) &&
+					  wanted(want, n, "bpf_cgroup_release", BTF_KIND_FUNC);
 	skel->rodata->cfg_page_shift = page_shift();
 	/* a lane per CPU: the switch and the tick add without atomics (bpf/lib/window.bpf.h) */
 	skel->rodata->cfg_plain_lanes = libbpf_num_possible_cpus() <= BM_LANES;
@@ -214,8 +228,7 @@ static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum 
 	 * (6.2+, as the storage) makes it a cgroup. Without that kfunc, I/O is
 	 * the submitting task's only, and v1 twins cannot be told.
 	 */
-	kf = feat->cgrp_storage && wanted(want, n, "bpf_cgroup_from_id", BTF_KIND_FUNC) &&
-	     wanted(want, n, "bpf_cgroup_release", BTF_KIND_FUNC) &&
+	kf = skel->rodata->cfg_cgroup_kfuncs && wanted(want, n, "bpf_rdonly_cast", BTF_KIND_FUNC) &&
 	     bpf_program__autoload(skel->progs.bm_bio_queue_kf);
 	bpf_program__set_autoload(kf ? skel->progs.bm_bio_queue : skel->progs.bm_bio_queue_kf, false);
 	feat->io = bpf_program__autoload(skel->progs.bm_bio_queue) ||
@@ -237,6 +250,7 @@ static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum 
 	       bm_net_source_name(feat->net), feat->io ? "on" : "off",
 	       feat->io_alias ? " (v1 blkio twins resolved)" : "", feat->dirty ? "on" : "off",
 	       feat->oom ? "on" : "off");
+	return 0;
 }
 
 /*
@@ -336,19 +350,17 @@ static int load(struct bm_loader *l, bool force_hash)
 	char (*logs)[STATS_LOG] = NULL;
 	uint64_t t0;
 	enum bm_net_source net = BM_NET_SRC_TP;
-	struct btf *vmlinux;
 	int err;
 
-	vmlinux = btf__load_vmlinux_btf();
-	if (!vmlinux)
-		return -errno;
 	for (;;) {
 		l->skel = bm_meter_bpf__open();
 		if (!l->skel) {
 			err = -errno;
 			break;
 		}
-		configure(l->skel, &l->feat, net, force_hash, l->ring_bytes, vmlinux);
+		err = configure(l->skel, &l->feat, net, force_hash, l->ring_bytes);
+		if (err)
+			break;
 		if (bm_log_get_level() >= BM_LOG_DEBUG && !logs)
 			logs = calloc(MAX_LINKS, STATS_LOG);
 		if (logs)
@@ -370,7 +382,6 @@ static int load(struct bm_loader *l, bool force_hash)
 		l->skel = NULL;
 		net = BM_NET_SRC_NONE;
 	}
-	btf__free(vmlinux);
 	free(logs);
 	return err;
 }
