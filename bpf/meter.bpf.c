@@ -22,6 +22,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Load-time knobs, written by the loader between open and load. */
 const volatile __u8 cfg_cgrp_storage = 1;	/* meters in cgroup storage (6.2+), else bm_cghash */
 const volatile __u8 cfg_cgroup_kfuncs = 1;	/* bpf_cgroup_from_id() and _release() (6.2+) */
+const volatile __u8 cfg_rdonly_cast = 1;	/* bpf_rdonly_cast() (6.2+) */
 __u64 bm_tick_fn;			/* address of the tick's hrtimer function (bm_find_tick) */
 const volatile __u32 cfg_page_shift = 12;
 
@@ -153,6 +154,18 @@ static __always_inline struct cgroup *cgroup_of(struct task_struct *t)
 	return t->cgroups->dfl_cgrp;
 }
 
+/*
+ * t's cgroup for a comparison only: walked through an untrusted cast (a move,
+ * once verified) where the kernel has one, for bm_cur_meter()'s reason;
+ * directly on 6.1, whose verifier makes no such searches.
+ */
+static __always_inline struct cgroup *cgroup_of_untrusted(struct task_struct *t)
+{
+	if (cfg_rdonly_cast)
+		t = bpf_rdonly_cast(t, bpf_core_type_id_kernel(struct task_struct));
+	return t->cgroups->dfl_cgrp;
+}
+
 static __always_inline struct bm_meter *meter_of(struct task_struct *t)
 {
 	__u64 id;
@@ -186,7 +199,12 @@ static __always_inline struct bm_meter *meter_by_id(__u64 id)
 	return m;
 }
 
-/* Also the rare events' (reclaim's end, exit), where a lookup by id costs nothing that shows. */
+/*
+ * Also the rare events' (reclaim's end, in metered tasks only), where a lookup
+ * by id (~0.9 us: bpf_cgroup_from_id() takes references and checks the
+ * cgroup namespace) costs nothing that shows; never on a path every task of
+ * the node takes (fork, exit, a bio), which keep the walk.
+ */
 static __always_inline struct bm_meter *bm_cur_meter(void)
 {
 	if (cfg_cgrp_storage && !cfg_cgroup_kfuncs)
@@ -452,15 +470,20 @@ static __always_inline void tasks_add(struct bm_meter *m, __s64 delta, __u64 for
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(bm_fork, struct task_struct *parent, struct task_struct *child)
 {
-	/* read, not walked, and the meter found by id (bm_cur_meter() says why) */
-	__u64 id = BPF_CORE_READ(child, cgroups, dfl_cgrp, kn, id);
+	/* every fork of the node comes here: the child's meter by the walk, the cheapest at run time */
+	struct cgroup *cg = cgroup_of(child);
 	struct bm_task_state init = {};
 	struct bm_meter *m;
 	__u64 forked;
 
-	/* the parent is the current task: forked in, or cloned into the cgroup */
-	forked = bpf_get_current_cgroup_id() == id;
-	m = cfg_cgrp_storage && !cfg_cgroup_kfuncs ? meter_of(child) : meter_by_id(id);
+	forked = cgroup_of_untrusted(parent) == cg;
+	if (cfg_cgrp_storage) {
+		m = bpf_cgrp_storage_get(&bm_cgst, cg, 0, 0);
+	} else {
+		__u64 id = cg->kn->id;
+
+		m = bpf_map_lookup_elem(&bm_cghash, &id);
+	}
 	if (!m)
 		return 0;
 	/* its storage now, not at its first switch (charge() says why); it has run nothing yet */
@@ -480,10 +503,9 @@ int BPF_PROG(bm_attach, struct cgroup *dst, const char *path, struct task_struct
 
 	/*
 	 * v1 hierarchies fire this too: only a move in the default (v2)
-	 * hierarchy counts, into dst, the task's cgroup then (read, not
-	 * walked: bm_cur_meter() says why).
+	 * hierarchy counts, into dst, the task's cgroup then.
 	 */
-	if (BPF_CORE_READ(task, cgroups, dfl_cgrp) != dst)
+	if (cgroup_of_untrusted(task) != dst)
 		return 0;
 	if (cfg_cgrp_storage) {
 		m = bpf_cgrp_storage_get(&bm_cgst, dst, 0, 0);
@@ -510,8 +532,8 @@ int BPF_PROG(bm_attach, struct cgroup *dst, const char *path, struct task_struct
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(bm_exit, struct task_struct *p)
 {
-	/* p is the current task, at its exit */
-	struct bm_meter *m = bm_cur_meter();
+	/* every exit of the node: the walk, not a lookup by id (~0.9 us a call here) */
+	struct bm_meter *m = meter_of(p);
 
 	if (m)
 		tasks_add(m, -1, 0);
@@ -807,7 +829,8 @@ static __always_inline struct bm_meter *io_by_task(__u32 *via)
 		stat_inc(BM_STAT_IO_UNKNOWN);
 		return NULL;
 	}
-	return bm_cur_meter();
+	/* most of a node's bios come here: the walk, not a lookup by id (bm_cur_meter()) */
+	return meter_of(cur);
 }
 
 /* Meters in the hash (6.1): a cgroup id is the meter's key. */
@@ -839,13 +862,20 @@ int BPF_PROG(bm_bio_queue, struct bio *bio)
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(bm_bio_queue_kf, struct bio *bio)
 {
-	struct bm_meter *m = NULL;
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct bm_meter *m = NULL, *mine;
 	struct cgroup *cg;
 	__u32 via = 0;
 	__u64 id;
 
 	if (!io_counts(bio))
 		return 0;
+	/*
+	 * The submitter's meter, looked up first, on one path: its walk costs
+	 * the verifier once (bm_cur_meter() says what a walk costs), not once
+	 * per way to the fallback below; a storage lookup at run time.
+	 */
+	mine = cur->flags & BM_PF_KTHREAD ? NULL : meter_of(cur);
 	/* walked untrusted (bpf_rdonly_cast(), 6.2+ as the rest): bm_cur_meter() says why */
 	id = bio_cgid(bpf_rdonly_cast(bio, bpf_core_type_id_kernel(struct bio)), &via);
 	/* the root cgroup (1) is no effect: most of a node's bios need no lookup */
@@ -856,8 +886,13 @@ int BPF_PROG(bm_bio_queue_kf, struct bio *bio)
 			bpf_cgroup_release(cg);
 		}
 	}
-	if (!m)
-		m = io_by_task(&via);
+	if (!m) {
+		/* what is left: the task that queued it, unless a kernel thread (writeback, a worker) */
+		via = BM_IO_VIA_TASK;
+		if (cur->flags & BM_PF_KTHREAD)
+			stat_inc(BM_STAT_IO_UNKNOWN);
+		m = mine;
+	}
 	if (m)
 		io_charge(m, bio, via);
 	return 0;

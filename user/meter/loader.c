@@ -193,6 +193,7 @@ static int configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum b
 	skel->rodata->cfg_cgroup_kfuncs = feat->cgrp_storage &&
 					  wanted(want, n, "bpf_cgroup_from_id", BTF_KIND_FUNC) &&
 					  wanted(want, n, "bpf_cgroup_release", BTF_KIND_FUNC);
+	skel->rodata->cfg_rdonly_cast = wanted(want, n, "bpf_rdonly_cast", BTF_KIND_FUNC);
 	skel->rodata->cfg_page_shift = page_shift();
 	/* a lane per CPU: the switch and the tick add without atomics (bpf/lib/window.bpf.h) */
 	skel->rodata->cfg_plain_lanes = libbpf_num_possible_cpus() <= BM_LANES;
@@ -228,7 +229,7 @@ static int configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum b
 	 * (6.2+, as the storage) makes it a cgroup. Without that kfunc, I/O is
 	 * the submitting task's only, and v1 twins cannot be told.
 	 */
-	kf = skel->rodata->cfg_cgroup_kfuncs && wanted(want, n, "bpf_rdonly_cast", BTF_KIND_FUNC) &&
+	kf = skel->rodata->cfg_cgroup_kfuncs && skel->rodata->cfg_rdonly_cast &&
 	     bpf_program__autoload(skel->progs.bm_bio_queue_kf);
 	bpf_program__set_autoload(kf ? skel->progs.bm_bio_queue : skel->progs.bm_bio_queue_kf, false);
 	feat->io = bpf_program__autoload(skel->progs.bm_bio_queue) ||
