@@ -102,10 +102,14 @@ int bm_btf_scan(const char *path, struct bm_btf_want *w, int n)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || st.st_size <= 0) {
-		err = errno ? -errno : -EINVAL;
+	if (fstat(fd, &st)) {
+		err = -errno;
 		close(fd);
 		return err;
+	}
+	if (st.st_size <= 0) {
+		close(fd);
+		return -EINVAL;
 	}
 	/* mapped where the kernel allows it (6.16+), else read: sysfs gives a page a read */
 	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
