@@ -321,17 +321,18 @@ static struct MHD_Daemon *start_daemon(int fd, MHD_AccessHandlerCallback handler
 {
 	unsigned int timeout = is_api ? api->a->cfg.idle_timeout_s : 30;
 
+	/* the logger first: libmicrohttpd warns (on stderr, its own way) about any option before it */
 	if (is_api)
 		return MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME |
 					MHD_USE_ERROR_LOG, 0, NULL, NULL, handler, api,
+					MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 					MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT,
 					(unsigned int)512, MHD_OPTION_NOTIFY_COMPLETED, ag_api_completed, api,
-					MHD_OPTION_NOTIFY_CONNECTION, conn_notify, api,
-					MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+					MHD_OPTION_NOTIFY_CONNECTION, conn_notify, api, MHD_OPTION_END);
 	return MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, handler, api,
-				MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)512,
-				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
+				MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT,
+				(unsigned int)512, MHD_OPTION_END);
 }
 
 static void run_daemons(void *ctx)
