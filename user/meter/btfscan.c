@@ -49,6 +49,15 @@ static long trailer(uint32_t info)
 	}
 }
 
+void bm_btf_want_mark(struct bm_btf_want *w, int n, int kind, const char *name)
+{
+	int k;
+
+	for (k = 0; k < n; k++)
+		if (!w[k].found && w[k].kind == kind && !strcmp(name, w[k].name))
+			w[k].found = true;
+}
+
 static int scan(const uint8_t *p, size_t len, struct bm_btf_want *w, int n)
 {
 	const struct btf_header *h = (const void *)p;
@@ -56,7 +65,6 @@ static int scan(const uint8_t *p, size_t len, struct bm_btf_want *w, int n)
 	const char *strs;
 	size_t str_len;
 	long extra;
-	int k;
 
 	if (len < sizeof(*h) || h->magic != BTF_MAGIC || h->hdr_len < sizeof(*h) ||
 	    (uint64_t)h->hdr_len + h->type_off + h->type_len > len ||
@@ -79,12 +87,8 @@ static int scan(const uint8_t *p, size_t len, struct bm_btf_want *w, int n)
 		if ((size_t)(end - types) < sizeof(*t) + (size_t)extra)
 			return -EINVAL;
 		types += sizeof(*t) + (size_t)extra;
-		if (!t->name_off || t->name_off >= str_len)
-			continue;
-		for (k = 0; k < n; k++)
-			if (!w[k].found && (int)BTF_INFO_KIND(t->info) == w[k].kind &&
-			    !strcmp(strs + t->name_off, w[k].name))
-				w[k].found = true;
+		if (t->name_off && t->name_off < str_len)
+			bm_btf_want_mark(w, n, (int)BTF_INFO_KIND(t->info), strs + t->name_off);
 	}
 	return 0;
 }

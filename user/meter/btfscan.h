@@ -11,6 +11,9 @@ struct bm_btf_want {
 	bool found;
 };
 
+/* Mark the wants of this kind and name found (for a walk of a parsed BTF too). */
+void bm_btf_want_mark(struct bm_btf_want *w, int n, int kind, const char *name);
+
 /*
  * Mark which of w[0..n) the raw BTF at path has, in one pass over its
  * types, without building libbpf's index of them (which libbpf's own load

@@ -102,20 +102,45 @@ struct bm_loader {
 };
 
 /*
- * What configure() asks of the kernel's BTF, in one pass over its raw types
- * (meter/btfscan.h); through libbpf's parse where that cannot read them. A
- * lookup by name is a linear search, and one per program cost as much
- * again as libbpf's own load.
+ * What configure() asks of the kernel's BTF: the tracepoints of the
+ * programs and the kfuncs, found once per load in one pass over its raw
+ * types (meter/btfscan.h), through libbpf's parse where that cannot read
+ * them. A lookup by name is a linear search, and one per program cost as
+ * much again as libbpf's own load.
  */
-static int btf_find_all(struct bm_btf_want *w, int n)
+#define MAX_WANT 32
+
+struct btf_wants {
+	struct bm_btf_want w[MAX_WANT];
+	char names[MAX_WANT][128];
+	int n;
+};
+
+static int btf_find_all(const struct bm_meter_bpf *skel, struct btf_wants *bw)
 {
+	static const char *const kfuncs[] = { "bpf_cgroup_from_id", "bpf_cgroup_release",
+					      "bpf_rdonly_cast" };
+	const int nk = (int)(sizeof(kfuncs) / sizeof(kfuncs[0]));
 	const struct btf_type *t;
+	struct bpf_program *p;
 	struct btf *vmlinux;
 	uint32_t i, nr;
-	const char *name;
 	int k, err;
 
-	err = bm_btf_scan("/sys/kernel/btf/vmlinux", w, n);
+	bw->n = 0;
+	bpf_object__for_each_program(p, skel->obj) {
+		const char *sec = bpf_program__section_name(p);
+
+		if (strncmp(sec, "tp_btf/", 7) || bw->n >= MAX_WANT - nk)
+			continue;
+		snprintf(bw->names[bw->n], sizeof(bw->names[0]), "btf_trace_%s", sec + 7);
+		bw->w[bw->n] = (struct bm_btf_want){ bw->names[bw->n], BTF_KIND_TYPEDEF, false };
+		bw->n++;
+	}
+	for (k = 0; k < nk; k++)
+		bw->w[bw->n++] = (struct bm_btf_want){ kfuncs[k], BTF_KIND_FUNC, false };
+
+	err = bm_btf_scan("/sys/kernel/btf/vmlinux", bw->w, bw->n);
 	if (!err)
 		return 0;
 	bm_dbg("kernel BTF not scanned (%s): parsed by libbpf", strerror(-err));
@@ -125,24 +150,21 @@ static int btf_find_all(struct bm_btf_want *w, int n)
 	nr = btf__type_cnt(vmlinux);
 	for (i = 1; i < nr; i++) {
 		t = btf__type_by_id(vmlinux, i);
-		if (!t || !t->name_off)
-			continue;
-		name = btf__name_by_offset(vmlinux, t->name_off);
-		for (k = 0; name && k < n; k++)
-			if (!w[k].found && btf_kind(t) == w[k].kind && !strcmp(name, w[k].name))
-				w[k].found = true;
+		if (t && t->name_off)
+			bm_btf_want_mark(bw->w, bw->n, btf_kind(t),
+					 btf__name_by_offset(vmlinux, t->name_off));
 	}
 	btf__free(vmlinux);
 	return 0;
 }
 
-static bool wanted(const struct bm_btf_want *w, int n, const char *name, int kind)
+static bool wanted(const struct btf_wants *bw, const char *name, int kind)
 {
 	int k;
 
-	for (k = 0; k < n; k++)
-		if (w[k].kind == kind && !strcmp(w[k].name, name))
-			return w[k].found;
+	for (k = 0; k < bw->n; k++)
+		if (bw->w[k].kind == kind && !strcmp(bw->w[k].name, name))
+			return bw->w[k].found;
 	return false;
 }
 
@@ -160,40 +182,19 @@ static unsigned int page_shift(void)
 
 
 /* Choose programs and map types for this kernel, between open and load. */
-static int configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum bm_net_source net,
-		     bool force_hash, uint32_t ring_bytes)
+static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum bm_net_source net,
+		      bool force_hash, uint32_t ring_bytes, const struct btf_wants *bw)
 {
-	enum { MAX_WANT = 32, KFUNCS = 3 };
-	struct bm_btf_want want[MAX_WANT];
-	char names[MAX_WANT][128];
 	struct bpf_program *p;
 	bool kf;
-	int n = 0, err;
-
-	/* the tracepoints of the programs and the kfuncs */
-	bpf_object__for_each_program(p, skel->obj) {
-		const char *sec = bpf_program__section_name(p);
-
-		if (strncmp(sec, "tp_btf/", 7) || n >= MAX_WANT - KFUNCS)
-			continue;
-		snprintf(names[n], sizeof(names[n]), "btf_trace_%s", sec + 7);
-		want[n] = (struct bm_btf_want){ names[n], BTF_KIND_TYPEDEF, false };
-		n++;
-	}
-	want[n++] = (struct bm_btf_want){ "bpf_cgroup_from_id", BTF_KIND_FUNC, false };
-	want[n++] = (struct bm_btf_want){ "bpf_cgroup_release", BTF_KIND_FUNC, false };
-	want[n++] = (struct bm_btf_want){ "bpf_rdonly_cast", BTF_KIND_FUNC, false };
-	err = btf_find_all(want, n);
-	if (err)
-		return err;
 
 	feat->cgrp_storage = !force_hash && libbpf_probe_bpf_map_type(BM_MAP_TYPE_CGRP_STORAGE, NULL) > 0;
 	skel->rodata->cfg_cgrp_storage = feat->cgrp_storage;
 	/* a meter found by id where a walk would cost the verifier (bpf/meter.bpf.c bm_cur_meter()) */
 	skel->rodata->cfg_cgroup_kfuncs = feat->cgrp_storage &&
-					  wanted(want, n, "bpf_cgroup_from_id", BTF_KIND_FUNC) &&
-					  wanted(want, n, "bpf_cgroup_release", BTF_KIND_FUNC);
-	skel->rodata->cfg_rdonly_cast = wanted(want, n, "bpf_rdonly_cast", BTF_KIND_FUNC);
+					  wanted(bw, "bpf_cgroup_from_id", BTF_KIND_FUNC) &&
+					  wanted(bw, "bpf_cgroup_release", BTF_KIND_FUNC);
+	skel->rodata->cfg_rdonly_cast = wanted(bw, "bpf_rdonly_cast", BTF_KIND_FUNC);
 	skel->rodata->cfg_page_shift = page_shift();
 	/* a lane per CPU: the switch and the tick add without atomics (bpf/lib/window.bpf.h) */
 	skel->rodata->cfg_plain_lanes = libbpf_num_possible_cpus() <= BM_LANES;
@@ -213,7 +214,7 @@ static int configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum b
 		char tp[160];
 
 		snprintf(tp, sizeof(tp), "btf_trace_%s", sec + 7);
-		if (!strncmp(sec, "tp_btf/", 7) && !wanted(want, n, tp, BTF_KIND_TYPEDEF))
+		if (!strncmp(sec, "tp_btf/", 7) && !wanted(bw, tp, BTF_KIND_TYPEDEF))
 			bpf_program__set_autoload(p, false);
 	}
 	/* the tick: its hrtimer function's address is found after the load (find_tick()) */
@@ -251,7 +252,6 @@ static int configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum b
 	       bm_net_source_name(feat->net), feat->io ? "on" : "off",
 	       feat->io_alias ? " (v1 blkio twins resolved)" : "", feat->dirty ? "on" : "off",
 	       feat->oom ? "on" : "off");
-	return 0;
 }
 
 /*
@@ -351,6 +351,7 @@ static int load(struct bm_loader *l, bool force_hash)
 	char (*logs)[STATS_LOG] = NULL;
 	uint64_t t0;
 	enum bm_net_source net = BM_NET_SRC_TP;
+	struct btf_wants bw = { .n = -1 };
 	int err;
 
 	for (;;) {
@@ -359,9 +360,13 @@ static int load(struct bm_loader *l, bool force_hash)
 			err = -errno;
 			break;
 		}
-		err = configure(l->skel, &l->feat, net, force_hash, l->ring_bytes);
-		if (err)
-			break;
+		/* once: a retry without fexit opens the same object */
+		if (bw.n < 0) {
+			err = btf_find_all(l->skel, &bw);
+			if (err)
+				break;
+		}
+		configure(l->skel, &l->feat, net, force_hash, l->ring_bytes, &bw);
 		if (bm_log_get_level() >= BM_LOG_DEBUG && !logs)
 			logs = calloc(MAX_LINKS, STATS_LOG);
 		if (logs)
