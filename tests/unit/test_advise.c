@@ -58,7 +58,7 @@ static void add(struct fx *fx, const char *tenant, const char *tool, json_t *o)
 	r.created_ms = 1000 + fx->seq;
 	r.request_json = "{}";
 	assert_int_equal(bm_store__insert(fx->st, &r), 0);
-	assert_int_equal(bm_store__finish(fx->st, tenant, r.id, text,
+	assert_int_equal(bm_store__finish(fx->st, tenant, r.id, text, NULL, 0,
 					  strcmp(json_string_value(json_object_get(json_object_get(o,
 						 "termination"), "reason")), "completed") ? BM_ST_KILLED
 											  : BM_ST_SUCCEEDED,
