@@ -16,6 +16,7 @@
 
 #include "agent/state.h"
 #include "agent/timeline.h"
+#include "meter/window.h"
 
 /*
  * Issue 20 asks for at most 20 kB of the agent's memory per live effect,
@@ -58,6 +59,33 @@ static void push(struct bm_series *s, double base, uint64_t i)
 	assert_int_equal(bm_series_push(s, v), 0);
 }
 
+/* Each point of j is the largest of its windows, read through bm_series_at(). */
+static void points_are_maxima(const struct bm_series *s, json_t *j)
+{
+	size_t n = bm_series_len(s), step = (n + 999) / 1000, i, k;
+	int d;
+
+	step = step ? step : 1;
+	assert_int_equal(json_integer_value(json_object_get(j, "step_windows")),
+			 (json_int_t)(step * bm_series_step(s)));
+	for (d = 0; d < BM_DIM__MAX; d++) {
+		json_t *arr = json_object_get(j, bm_window_dim_name(d));
+		size_t at = 0;
+
+		for (i = 0; i < n; i += step) {
+			float mx = 0;
+
+			for (k = i; k < i + step && k < n; k++)
+				mx = bm_series_at(s, d, k) > mx ? bm_series_at(s, d, k) : mx;
+			/* json_real() takes no infinity: such a point is left out */
+			if (!isfinite(mx))
+				continue;
+			assert_true(json_real_value(json_array_get(arr, at++)) == (double)mx);
+		}
+		assert_int_equal(json_array_size(arr), at);
+	}
+}
+
 /* Packed and unpacked, the timeline is what ag_timeline_json() gives, to the byte. */
 static size_t same_as_json(struct bm_series *s)
 {
@@ -65,6 +93,8 @@ static size_t same_as_json(struct bm_series *s)
 	char *want = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9)), *got;
 	size_t len;
 	void *blob;
+
+	points_are_maxima(s, j);
 
 	assert_int_equal(ag_timeline_pack(s, &blob, &len), 0);
 	back = ag_timeline_unpack(blob, len);
