@@ -4,9 +4,11 @@
 // Operator CRD's schema, @kubernetes-models/prometheus-operator), then what the agent needs
 // from its DaemonSet, checked field by field. TAP lines on stdout.
 //
-// Usage: node validate-manifests.mjs RENDERED.yaml [EXTRA.yaml...]
+// Usage: node validate-manifests.mjs [--podspec BURSTMETER REQUEST.json] RENDERED.yaml [EXTRA.yaml...]
+//        (--podspec: the PriorityClasses are the ones `burstmeter podspec` names for priority 1..10)
 //        node validate-manifests.mjs --expect-invalid FILE.yaml   (the validator's own check)
 // Run with NODE_PATH-free resolution from build/npm (the test copies this file there).
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
 
@@ -16,6 +18,7 @@ const models = {
   "v1/Service": ["kubernetes-models/v1", "Service"],
   "v1/Pod": ["kubernetes-models/v1", "Pod"],
   "apps/v1/DaemonSet": ["kubernetes-models/apps/v1", "DaemonSet"],
+  "scheduling.k8s.io/v1/PriorityClass": ["kubernetes-models/scheduling.k8s.io/v1", "PriorityClass"],
   "networking.k8s.io/v1/NetworkPolicy": ["kubernetes-models/networking.k8s.io/v1", "NetworkPolicy"],
   "monitoring.coreos.com/v1/ServiceMonitor": [
     "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1", "ServiceMonitor"],
@@ -48,6 +51,8 @@ async function validate(obj) {
 }
 
 const args = process.argv.slice(2);
+let podspec = null;
+if (args[0] === "--podspec") podspec = args.splice(0, 3).slice(1);
 if (args[0] === "--expect-invalid") {
   // a broken object must be refused, or the checks above prove nothing
   for (const o of load(args[1])) {
@@ -81,7 +86,7 @@ const sub = (sel, l) => Object.entries(sel || {}).every(([k, v]) => l?.[k] === v
 check("the namespace is labelled for privileged Pod Security",
   ns.metadata.labels?.["pod-security.kubernetes.io/enforce"] === "privileged");
 check("every object is in that namespace",
-  objs.filter((o) => o.kind !== "Namespace" && o.kind !== "Pod").every((o) => o.metadata.namespace === ns.metadata.name));
+  objs.filter((o) => !["Namespace", "Pod", "PriorityClass"].includes(o.kind)).every((o) => o.metadata.namespace === ns.metadata.name));
 check("hostPID, pod network (not hostNetwork)", pod.hostPID === true && !pod.hostNetwork);
 check("system-node-critical", pod.priorityClassName === "system-node-critical");
 check("tolerates every taint", (pod.tolerations || []).some((t) => t.operator === "Exists" && !t.key && !t.effect));
@@ -130,6 +135,34 @@ check("the NetworkPolicy takes the agent pods, lets only the metrics port in, no
   sub(np.spec.podSelector.matchLabels, labels) && np.spec.policyTypes.includes("Ingress") &&
   np.spec.policyTypes.includes("Egress") && (np.spec.egress || []).length === 0 &&
   np.spec.ingress.every((r) => r.ports.every((p) => p.port === "metrics")));
+
+// --- the classes the runs' pods name: three, below the agent's, each one podspec names
+const classes = objs.filter((o) => o.kind === "PriorityClass");
+const sysNodeCritical = 2000001000, userMax = 1000000000;
+check("PriorityClasses: burstmeter-low < -normal < -high, all <= 1000000000 (user classes), below system-node-critical",
+  classes.length === 3 && ["burstmeter-low", "burstmeter-normal", "burstmeter-high"].every((name, i, a) => {
+    const c = classes.find((x) => x.metadata.name === name);
+    const prev = i && classes.find((x) => x.metadata.name === a[i - 1]);
+    return c && c.value <= userMax && c.value < sysNodeCritical && (!prev || prev.value < c.value) &&
+      !c.globalDefault && !c.metadata.namespace;
+  }), classes.map((c) => `${c.metadata.name}=${c.value}`).join(" "));
+check("PriorityClasses: low and normal never preempt; high preempts only lower classes",
+  classes.every((c) => (c.metadata.name === "burstmeter-high" ? "PreemptLowerPriority" : "Never") ===
+    (c.preemptionPolicy || "PreemptLowerPriority")));
+if (podspec) {
+  const [bin, reqFile] = podspec;
+  const req = JSON.parse(readFileSync(reqFile, "utf8"));
+  const named = new Set(), missing = [];
+  for (let p = 1; p <= 10; p++) {
+    const out = execFileSync(bin, ["podspec", "--json", "-"],
+      { input: JSON.stringify({ ...req, priority: p }), encoding: "utf8" });
+    const name = JSON.parse(out).items[0].spec.priorityClassName;
+    named.add(name);
+    if (!classes.some((c) => c.metadata.name === name)) missing.push(`${p}: ${name}`);
+  }
+  check(`burstmeter podspec names, for priority 1..10, only classes defined here (${[...named].join(", ")})`,
+    missing.length === 0 && named.size === classes.length, `not defined: ${missing.join(", ")}`);
+}
 
 const sandbox = objs.find((o) => o.kind === "Pod");
 if (sandbox) {

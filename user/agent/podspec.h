@@ -50,7 +50,10 @@ const char *bm_podspec_priority_class(int priority);
 /*
  * Kubernetes quantities: CPU as millicores ("500m"), whole cores plain
  * ("2"); bytes in the largest binary unit that holds them exactly
- * ("2Gi", "1536Mi", "1000"). Return buf.
+ * ("2Gi", "1536Mi", "1000"), or a decimal one from M up where that has
+ * fewer digits ("2G", "1500M": what a request's "2G" or "1.5e9" was), so
+ * that a quantity read with bm_parse_k8s_bytes() prints back as written
+ * or as the API server would canonicalize it. Return buf.
  */
 char *bm_k8s_cpu(uint64_t milli, char *buf, size_t len);
 char *bm_k8s_bytes(uint64_t bytes, char *buf, size_t len);
