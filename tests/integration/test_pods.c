@@ -551,6 +551,105 @@ static void test_pod_calls_adopted_and_swept(void **state)
 	assert_clean(*state);
 }
 
+/*
+ * `burstmeter podtenants` writes the pod_tenants file from pod objects (as
+ * `kubectl get pods -w -o json --output-watch-events` prints them): a pod
+ * labelled burstmeter.io/tenant gets that tenant, one unlabelled its
+ * namespace (--namespace); the command run again on a later stream rewrites
+ * the file (by rename) and the agent's next call from that pod reads it.
+ */
+static int podtenants(const char *map, const char *events)
+{
+	char in[BIG];
+	pid_t pid;
+	FILE *f;
+	int fd;
+
+	FMT(in, "%s/pods.json", ag.dir);
+	f = fopen(in, "we");
+	assert_non_null(f);
+	fputs(events, f);
+	assert_int_equal(fclose(f), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		fd = open(in, O_RDONLY);
+		dup2(fd, 0);
+		execl(bm_bin, bm_bin, "podtenants", "--out", map, "--namespace", "-", (char *)NULL);
+		_exit(127);
+	}
+	return wait_code(pid);
+}
+
+/* One watch event of pod p, in namespace ns, labelled with tenant (NULL: no label). */
+static void pod_event(char *buf, size_t len, const char *type, const struct pod *p, const char *ns,
+		      const char *tenant)
+{
+	char labels[256] = "";
+
+	if (tenant)
+		FMT(labels, "\"burstmeter.io/tenant\":\"%s\"", tenant);
+	assert_true(snprintf(buf, len, "{\"type\":\"%s\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
+			     "\"metadata\":{\"name\":\"run-%.8s\",\"namespace\":\"%s\",\"uid\":\"%s\","
+			     "\"labels\":{%s}},\"spec\":{\"containers\":[{\"name\":\"agent\","
+			     "\"image\":\"x\"}]},\"status\":{\"phase\":\"Running\",\"qosClass\":\"%s\"}}}\n",
+			     type, p->uid, ns, p->uid, labels, p->qos) < (int)len);
+}
+
+static void test_pod_tenants_from_podtenants(void **state)
+{
+	char ctr[BIG], id[64], out[BIG], map[BIG], ev[3][1024], all[4096], lbl[BIG], nsname[BIG];
+	char relabel[BIG];
+	struct stat a, b;
+	json_t *o;
+	int i;
+
+	for (i = 1; i < 3; i++) {
+		pod_path(&pods[i], true, ctr, sizeof(ctr));
+		mkdirs(ctr);
+	}
+	FMT(lbl, "%s-lbl", token);
+	FMT(nsname, "%s-ns", token);
+	FMT(relabel, "%s-relabel", token);
+	FMT(map, "%s/pod_tenants", ag.dir);
+	/* pods[1] labelled, pods[2] only a namespace; a third pod came and went */
+	pod_event(ev[0], sizeof(ev[0]), "ADDED", &pods[1], "agents", lbl);
+	pod_event(ev[1], sizeof(ev[1]), "ADDED", &pods[2], nsname, NULL);
+	pod_event(ev[2], sizeof(ev[2]), "DELETED", &pods[0], "agents", lbl);
+	FMT(all, "%s%s%s", ev[0], ev[1], ev[2]);
+	assert_int_equal(podtenants(map, all), 0);
+	integ_note("podtenants wrote: %s", slurp(map));
+	assert_int_equal(stat(map, &a), 0);
+	agent_start_cfg("", "max_running: 16\nmax_queued: 64\ntenant_max_running: 100\n"
+			"admit_cpu_pressure: 100\nadmit_mem_available: 0\nkubepods_root: \"%s\"\n"
+			"pod_tenants: %s\ntenants:\n  - { uid: 0, tenant: %s }\n", node_rel, map, token);
+	for (i = 1; i < 3; i++) {
+		pod_path(&pods[i], true, ctr, sizeof(ctr));
+		FMT(id, "%s-t%d", token, i);
+		FMT(out, "%s/%s.json", ag.dir, id);
+		assert_int_equal(wait_code(pod_run(ctr, i == 1, id, out, "bm-sleeper", "10", NULL)), 0);
+		o = read_json(out);
+		check_pod_outcome(&pods[i], i == 1 ? lbl : nsname, id, o);
+		json_decref(o);
+	}
+	/* the pod labelled later: the command, on the next stream, rewrites the file */
+	pod_event(ev[0], sizeof(ev[0]), "MODIFIED", &pods[2], nsname, relabel);
+	assert_int_equal(podtenants(map, ev[0]), 0);
+	assert_int_equal(stat(map, &b), 0);
+	assert_int_not_equal(a.st_ino, b.st_ino);	/* replaced, not written in place */
+	pod_path(&pods[2], true, ctr, sizeof(ctr));
+	FMT(id, "%s-t3", token);
+	FMT(out, "%s/%s.json", ag.dir, id);
+	assert_int_equal(wait_code(pod_run(ctr, false, id, out, "bm-sleeper", "10", NULL)), 0);
+	o = read_json(out);
+	check_pod_outcome(&pods[2], relabel, id, o);
+	json_decref(o);
+	unlink(map);
+	agent_finish();
+	assert_int_equal(remove_tree(node), 0);
+	assert_clean(*state);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
@@ -558,6 +657,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pod_callers, setup_p, teardown_p),
 		cmocka_unit_test_setup_teardown(test_pod_memory_bounds_its_calls, setup_p, teardown_p),
 		cmocka_unit_test_setup_teardown(test_pod_calls_adopted_and_swept, setup_p, teardown_p),
+		cmocka_unit_test_setup_teardown(test_pod_tenants_from_podtenants, setup_p, teardown_p),
 	};
 	size_t n;
 	int rc = runner_init("test_pods");
