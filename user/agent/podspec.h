@@ -7,10 +7,10 @@
  * its socket, mounted from the host. Pure: a request in, JSON out.
  *
  * priorityClassName by priority: 1-3 burstmeter-low, 4-7 burstmeter-normal,
- * 8-10 burstmeter-high (the DaemonSet's manifests define the three).
+ * 8-10 burstmeter-high (deploy/kubernetes/priorityclasses.yaml defines them).
  * network_policy: none -> all egress denied; egress_restricted -> DNS
  * (kube-dns pods in kube-system, UDP and TCP 53) and the cluster CIDRs of
- * the options; egress_allow_list -> DNS and the request's CIDRs; full ->
+ * the options (pod CIDRs: most plugins check policy after service translation); egress_allow_list -> DNS and the request's CIDRs; full ->
  * no NetworkPolicy.
  */
 #ifndef BM_PODSPEC_H

@@ -88,7 +88,9 @@ static const char podspec_usage[] =
 "\n"
 "  --json               a v1 List in JSON instead of YAML documents\n"
 "  --namespace NS       metadata.namespace of both (default: none; kubectl -n decides)\n"
-"  --cluster-cidr CIDR  egress_restricted may reach it, besides DNS (repeatable)\n"
+"  --cluster-cidr CIDR  egress_restricted may reach it, besides DNS (repeatable): the\n"
+"                       pod CIDRs (policy is checked after service translation in\n"
+"                       most plugins: a service CIDR's ipBlock matches nothing)\n"
 "  --agent-socket PATH  the node agent's socket on the node; its directory (which\n"
 "                       must hold nothing else) is mounted into the pod\n"
 "                       (default " BM_AGENT_SOCKET ")\n"
@@ -99,7 +101,7 @@ static const char podspec_usage[] =
 "\n"
 "EXAMPLES\n"
 "  burstmeter podspec run.json | kubectl apply -f -\n"
-"  burstmeter podspec --cluster-cidr 10.96.0.0/12 --namespace agents run.json\n"
+"  burstmeter podspec --cluster-cidr 10.244.0.0/16 --namespace agents run.json\n"
 "  burstmeter podspec --json - < run.json | jq '.items[0].spec.containers[0].resources'\n"
 "  burstmeter podspec --agent-socket /run/bm/api.sock --socket-group 2000 run.json\n";
 
