@@ -2,7 +2,6 @@
 /* Pods' tenants, from pod objects, as the pod_tenants file (podtenants.h). */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent/podtenants.h"
+#include "agent/podwatch.h"
 #include "base/common.h"
 #include "base/parse.h"
 #include "base/podcgroup.h"
@@ -39,19 +39,6 @@ void bm_podtenants__free(struct bm_podtenants *t)
 size_t bm_podtenants__count(const struct bm_podtenants *t)
 {
 	return t->n;
-}
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return code;
 }
 
 static const char *str(json_t *o, const char *key)
@@ -122,58 +109,39 @@ static int set(struct bm_podtenants *t, const char *uid, const char *tenant)
 	return 1;
 }
 
-static int pod(struct bm_podtenants *t, json_t *obj, bool deleted,
-	       const struct bm_podtenants_opts *o, char *err, size_t errlen)
+struct feed {
+	struct bm_podtenants *t;
+	const struct bm_podtenants_opts *o;
+};
+
+static int feed_pod(json_t *obj, bool deleted, void *ctx, char *err, size_t errlen)
 {
 	const char *uid = str(json_object_get(obj, "metadata"), "uid"), *kind = str(obj, "kind");
 	char tenant[BM_NAME_MAX + 1];
+	struct feed *f = ctx;
 	bool has;
 	int rc;
 
 	if (!json_is_object(obj) || (kind && strcmp(kind, "Pod")) ||
-	    !json_is_object(json_object_get(obj, "metadata")))
-		return fail(err, errlen, -EINVAL, "not a Pod object (kind \"%.40s\")", kind ?: "");
+	    !json_is_object(json_object_get(obj, "metadata"))) {
+		snprintf(err, errlen, "not a Pod object (kind \"%.40s\")", kind ?: "");
+		return -EINVAL;
+	}
 	if (!valid_uid(uid))
 		return 0;	/* no uid the agent could see in a cgroup path: nothing to map */
-	has = !deleted && !bm_podtenant_of(obj, o, tenant, sizeof(tenant));
-	rc = set(t, uid, has ? tenant : NULL);
+	has = !deleted && !bm_podtenant_of(obj, f->o, tenant, sizeof(tenant));
+	rc = set(f->t, uid, has ? tenant : NULL);
 	if (rc < 0)
-		return fail(err, errlen, rc, "out of memory");
+		snprintf(err, errlen, "out of memory");
 	return rc;
 }
 
 int bm_podtenants__feed(struct bm_podtenants *t, json_t *doc, const struct bm_podtenants_opts *o,
 			char *err, size_t errlen)
 {
-	const char *type = str(doc, "type"), *kind = str(doc, "kind");
-	json_t *items, *item;
-	int n = 0, rc;
-	size_t i;
+	struct feed f = { t, o };
 
-	if (type && json_object_get(doc, "object")) {
-		if (!strcmp(type, "BOOKMARK"))
-			return 0;
-		if (!strcmp(type, "ERROR"))
-			return fail(err, errlen, -EPROTO, "the watch ended with an error: %.200s",
-				    str(json_object_get(doc, "object"), "message") ?: "");
-		if (strcmp(type, "ADDED") && strcmp(type, "MODIFIED") && strcmp(type, "DELETED"))
-			return fail(err, errlen, -EINVAL, "unknown watch event \"%.40s\"", type);
-		return pod(t, json_object_get(doc, "object"), !strcmp(type, "DELETED"), o, err,
-			   errlen);
-	}
-	if (kind && !strcmp(kind, "List")) {
-		items = json_object_get(doc, "items");
-		if (!json_is_array(items))
-			return fail(err, errlen, -EINVAL, "a List without items");
-		json_array_foreach(items, i, item) {
-			rc = pod(t, item, false, o, err, errlen);
-			if (rc < 0)
-				return rc;
-			n += rc;
-		}
-		return n;
-	}
-	return pod(t, doc, false, o, err, errlen);
+	return bm_pod_objects(doc, feed_pod, &f, err, errlen);
 }
 
 static int cmp_uid(const void *a, const void *b)
