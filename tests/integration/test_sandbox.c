@@ -155,17 +155,47 @@ static void check_said(struct res *r, enum mode m, const char *const *want, size
 				 (int)strlen(want[i]) - 1, want[i], r->out.p ? r->out.p : "");
 }
 
-/* The outcome's enforcement.key holds a string containing want. */
-static void check_held(struct res *r, enum mode m, const char *key, const char *want)
+/*
+ * The outcome's enforcement.key holds a string containing want; through
+ * the agent, so does the agent's own record (GET /v1/effects/ID, the
+ * store's outcome), not only what run printed.
+ */
+static void check_held(struct fx *f, struct res *r, enum mode m, const char *key, const char *want)
 {
-	char path[64];
-	json_t *v;
+	char path[64], url[128];
+	json_t *v, *e = NULL;
 
 	snprintf(path, sizeof(path), "enforcement.%s", key);
 	v = jget(r->o, path);
 	if (!json_is_string(v) || !strstr(json_string_value(v), want))
 		fail_msg("%s: %s is %s, expected it to say '%s'", mode_name[m], path,
 			 v ? json_dumps(v, JSON_ENCODE_ANY) : "missing", want);
+	if (m != AGENT)
+		return;
+	snprintf(url, sizeof(url), "/v1/effects/%s", f->id);
+	snprintf(path, sizeof(path), "outcome.enforcement.%s", key);
+	assert_int_equal(call("GET", url, NULL, &e), 200);
+	v = jget(e, path);
+	if (!json_is_string(v) || !strstr(json_string_value(v), want))
+		fail_msg("%s: the agent's record of %s has %s %s, expected it to say '%s'", mode_name[m],
+			 f->id, path, v ? json_dumps(v, JSON_ENCODE_ANY) : "missing", want);
+	json_decref(e);
+}
+
+/* Through the agent: its record says whose word enforcement.key is ("caller", or NULL: its own). */
+static void check_by(struct fx *f, const char *key, const char *by)
+{
+	char path[64], url[128];
+	json_t *e = NULL;
+
+	snprintf(url, sizeof(url), "/v1/effects/%s", f->id);
+	snprintf(path, sizeof(path), "outcome.enforcement.by.%s", key);
+	assert_int_equal(call("GET", url, NULL, &e), 200);
+	if (by)
+		assert_string_equal(json_string_value(jget(e, path)) ?: "missing", by);
+	else
+		assert_null(jget(e, path));
+	json_decref(e);
 }
 
 static bool sandbox_flag(struct res *r, const char *key)
@@ -236,10 +266,10 @@ static void test_sbx_filesystem(void **state)
 		assert_true(sandbox_flag(r, "read_only_root_fs"));
 		assert_string_equal(jstr(r->o, "sandbox.workspace"), real);
 		assert_int_equal(jint(r->o, "sandbox.max_ephemeral_storage"), 16 << 20);
-		check_held(r, m, "read_only_root", "mount_setattr");
-		check_held(r, m, "tmp", "tmpfs 16 MiB on /tmp");
-		check_held(r, m, "workspace", real);
-		check_held(r, m, "namespaces", "pid");
+		check_held(f, r, m, "read_only_root", "mount_setattr");
+		check_held(f, r, m, "tmp", "tmpfs 16 MiB on /tmp");
+		check_held(f, r, m, "workspace", real);
+		check_held(f, r, m, "namespaces", "pid");
 	}
 	/* --read-only-root alone: the same walls, a private /tmp of the default size */
 	snprintf(script, sizeof(script),
@@ -255,7 +285,7 @@ static void test_sbx_filesystem(void **state)
 		assert_int_equal(access(priv, F_OK), -1);
 		assert_true(sandbox_flag(r, "read_only_root_fs"));
 		assert_null(jget(r->o, "sandbox.workspace"));
-		check_held(r, m, "tmp", "tmpfs 64 MiB on /tmp");
+		check_held(f, r, m, "tmp", "tmpfs 64 MiB on /tmp");
 		/* --tmp-size alone: a private /tmp of that size over a root that stays writable */
 		snprintf(file, sizeof(file), "/tmp/bm-sbx-%s-tmp", token);
 		snprintf(alone, sizeof(alone), "touch %s && echo tmp=rw;"
@@ -307,7 +337,7 @@ static void test_sbx_user(void **state)
 		check_ran(f, r, m);
 		check_said(r, m, want, BM_ARRAY_SIZE(want));
 		assert_true(sandbox_flag(r, "run_as_non_root"));
-		check_held(r, m, "user", "setuid 65534:65534");
+		check_held(f, r, m, "user", "setuid 65534:65534");
 		/* by name, where the node names 65534 (the 6.1 VM has no /etc/passwd: unit-tested) */
 		if (pw) {
 			r = SBX(f, m, "--user", pw->pw_name, "--", "/bin/sh", "-c", script);
@@ -326,7 +356,7 @@ static void test_sbx_user(void **state)
 			assert_between(uid, 900000, 965535);
 		assert_true(sandbox_flag(r, "run_as_non_root"));
 		snprintf(held, sizeof(held), "setuid %.0f:", uid);
-		check_held(r, m, "user", held);
+		check_held(f, r, m, "user", held);
 	}
 	/* without the flags it runs as we are: the check can fail */
 	r = SBX(f, STANDALONE, "--", "/bin/sh", "-c", script);
@@ -413,7 +443,13 @@ static void test_sbx_drop_caps(void **state)
 			check_said(r, m, (const char *const[]){ "fcap-CapPrm:0000000000000000\n",
 								"fcap-CapEff:0000000000000000\n" }, 2);
 		assert_true(sandbox_flag(r, "drop_all_capabilities"));
-		check_held(r, m, "caps", "bounding set empty");
+		check_held(f, r, m, "caps", "bounding set empty");
+		check_held(f, r, m, "namespaces", "pid");
+		/* run made them for its own child: the agent keeps them as its caller's word */
+		if (m == AGENT) {
+			check_by(f, "caps", "caller");
+			check_by(f, "namespaces", "caller");
+		}
 	}
 	r = SBX(f, STANDALONE, "--", "/bin/sh", "-c", script);
 	check_ran(f, r, STANDALONE);
@@ -513,9 +549,12 @@ static void test_sbx_network(void **state)
 			}
 			assert_string_equal(jstr(r->o, "sandbox.network_policy"), cases[i].policy);
 			if (cases[i].held)
-				check_held(r, m, "network", cases[i].held);
+				check_held(f, r, m, "network", cases[i].held);
 			else
 				assert_null(jget(r->o, "enforcement.network"));
+			/* the egress filter is the agent's own; the namespace of none is run's */
+			if (m == AGENT && cases[i].held)
+				check_by(f, "network", strcmp(cases[i].policy, "none") ? NULL : "caller");
 		}
 	}
 	for (i = 0; i < BM_ARRAY_SIZE(addrs); i++)
@@ -550,7 +589,7 @@ static void test_sbx_env_cwd(void **state)
 		if (strcmp(r->out.p, "FOO=bar baz\nA=1\nPATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
 			   "/usr/bin:/sbin:/bin\n"))
 			fail_msg("%s: --clean-env gave it\n%s", mode_name[m], r->out.p);
-		check_held(r, m, "env", "clean: 3 variables");
+		check_held(f, r, m, "env", "clean: 3 variables");
 		r = SBX(f, m, "--env", "FOO=bar", "--", "/usr/bin/env");
 		check_ran(f, r, m);
 		check_said(r, m, (const char *const[]){ "FOO=bar\n", mark }, 2);
@@ -558,7 +597,7 @@ static void test_sbx_env_cwd(void **state)
 		check_ran(f, r, m);
 		snprintf(want, sizeof(want), "%s\n", real);
 		assert_string_equal(r->out.p, want);
-		check_held(r, m, "cwd", real);
+		check_held(f, r, m, "cwd", real);
 		/* root could go in; the uid it runs as cannot */
 		r = SBX(f, m, "--cwd", priv, "--user", UID_OTHER, "--", "/bin/pwd");
 		integ_note("%s: --cwd %s as %s: exit %d, %s", mode_name[m], priv, UID_OTHER, r->status,
