@@ -388,11 +388,14 @@ static void set_file_caps(const char *path)
 		fail_msg("setxattr security.capability on %s: %s", path, strerror(errno));
 }
 
+static void launch(json_t *req);
+
 /*
  * --drop-caps, as root: every set empty and no_new_privs; a setuid-root
  * binary and one with file capabilities give nothing back; a file only
- * CAP_DAC_OVERRIDE could read stays unread. Without the flag the same
- * root reads it: the check can fail.
+ * CAP_DAC_OVERRIDE could read stays unread; no user namespace can be
+ * made to hold them again (as root and as another uid). Without the flag
+ * the same root reads it, and the same uid makes one: the check can fail.
  */
 static void test_sbx_drop_caps(void **state)
 {
@@ -402,10 +405,14 @@ static void test_sbx_drop_caps(void **state)
 		"suid-CapPrm:0000000000000000\n", "suid-CapEff:0000000000000000\n",
 		"secret=denied\n", "fcap-secret=denied\n",
 	};
-	char dir[] = "/tmp/bm-sbx-caps.XXXXXX", path[PATH_MAX + 32], script[4096];
+	static const char *const want_userns[] = {
+		"unshare-Ur=refused\n", "unshare EPERM\n", "clone EPERM\n", "clone3 ENOSYS\n",
+		"thread ok\n", "fork ok\n",
+	};
+	char dir[] = "/tmp/bm-sbx-caps.XXXXXX", path[PATH_MAX + 32], script[4096], userns[PATH_MAX + 128];
 	struct fx *f = *state;
 	struct res *r;
-	int m, fd;
+	int m, fd, u;
 
 	agent_start();
 	make_dir(dir);
@@ -450,6 +457,61 @@ static void test_sbx_drop_caps(void **state)
 			check_by(f, "caps", "caller");
 			check_by(f, "namespaces", "caller");
 		}
+	}
+	/*
+	 * No user namespace to regain them in (in one of its own a process holds
+	 * every capability over it): unshare(1) -Ur, and bm-userns's unshare(),
+	 * clone() and clone3() with CLONE_NEWUSER, as root and as another uid;
+	 * threads and forks still work (glibc falls back from clone3 to clone).
+	 */
+	/* absolute: the agent's launch below runs elsewhere */
+	assert_non_null(realpath(wl("bm-userns"), path));
+	snprintf(userns, sizeof(userns), "unshare -Ur grep CapEff /proc/self/status 2>/dev/null || "
+		 "echo unshare-Ur=refused; %s", path);
+	for (m = 0; m < N_MODES; m++) {
+		for (u = 0; u < 2; u++) {
+			r = u ? SBX(f, m, "--drop-caps", "--user", UID_OTHER, "--", "/bin/sh", "-c", userns)
+			      : SBX(f, m, "--drop-caps", "--", "/bin/sh", "-c", userns);
+			check_ran(f, r, m);
+			integ_note("%s, --drop-caps%s, user namespaces: %s", mode_name[m],
+				   u ? " --user " UID_OTHER : "", oneline_of(r->out.p));
+			check_said(r, m, want_userns, BM_ARRAY_SIZE(want_userns));
+			assert_null(strstr(r->out.p, "CapEff"));
+			check_held(f, r, m, "caps", "seccomp: no new user namespace");
+		}
+	}
+	/* the agent's own launch with drop_all_capabilities: the same filter (effect/exec.c) */
+	{
+		static char log[4096];
+		char logp[PATH_MAX + 64];
+		json_t *e;
+
+		launch(json_pack("{s:s, s:[s, s, s], s:{s:b}}", "id", "caps1", "argv", "/bin/sh", "-c",
+				 userns, "sandbox", "drop_all_capabilities", 1));
+		e = wait_final("caps1", 20000);
+		snprintf(logp, sizeof(logp), "%s/logs/%s@caps1.log", ag.state, token);
+		assert_true(bm_read_file(AT_FDCWD, logp, log, sizeof(log)) > 0);
+		integ_note("the agent's launch, drop_all_capabilities, user namespaces: %s", oneline_of(log));
+		assert_string_equal(jstr(e, "state"), "succeeded");
+		for (u = 0; u < (int)BM_ARRAY_SIZE(want_userns); u++)
+			assert_non_null(strstr(log, want_userns[u]));
+		assert_null(strstr(log, "CapEff"));
+		assert_non_null(strstr(jstr(e, "outcome.enforcement.caps"), "seccomp"));
+		assert_null(jget(e, "outcome.enforcement.by"));
+		json_decref(e);
+	}
+	/* without --drop-caps the same probe makes one and holds every capability: it can fail */
+	if (bm_read_file(AT_FDCWD, "/proc/sys/user/max_user_namespaces", path, sizeof(path)) > 0 &&
+	    atoi(path) > 0) {
+		r = SBX(f, STANDALONE, "--user", UID_OTHER, "--", "/bin/sh", "-c", userns);
+		check_ran(f, r, STANDALONE);
+		integ_note("without --drop-caps, --user %s: %s", UID_OTHER, oneline_of(r->out.p));
+		check_said(r, STANDALONE, (const char *const[]){ "unshare ok CapEff:", "clone ok CapEff:",
+								  "clone3 ok CapEff:" }, 3);
+		assert_null(strstr(r->out.p, "unshare-Ur=refused"));
+		assert_null(strstr(r->out.p, "ok CapEff:0000000000000000"));
+	} else {
+		integ_note("user namespaces are off on this kernel: the probe's control is not run");
 	}
 	r = SBX(f, STANDALONE, "--", "/bin/sh", "-c", script);
 	check_ran(f, r, STANDALONE);

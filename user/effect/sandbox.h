@@ -83,7 +83,7 @@ enum bm_sbx {
 	BM_SBX__MAX,
 };
 
-#define BM_SBX_MECH_LEN 112
+#define BM_SBX_MECH_LEN 160
 
 struct bm_sandbox_enf {
 	char mech[BM_SBX__MAX][BM_SBX_MECH_LEN];	/* "": not applied */
