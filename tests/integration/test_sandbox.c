@@ -307,7 +307,7 @@ static void test_sbx_filesystem(void **state)
 }
 
 /*
- * --user UID:GID, --user NAME, --non-root: every uid and gid of the
+ * --user UID:GID, --user NAME, --user NAME:GROUP, --non-root: every uid and gid of the
  * command's (real, effective, saved, fs) is the one asked for, and no
  * supplementary group is left. --non-root standalone is nobody; through
  * the agent it is the uid the agent gives the tenant (its dynamic range).
@@ -322,16 +322,19 @@ static void test_sbx_user(void **state)
 		"NoNewPrivs:1,,,\n",
 	};
 	struct passwd *pw = getpwuid(65534);
+	/* a group other than the user's own (daemon's, gid 1) */
+	struct group *gr = getgrgid(1);
 	struct fx *f = *state;
 	struct res *r;
-	char held[64];
+	char held[64], ug[128];
 	const char *u;
 	double uid;
 	int m;
 
 	agent_start();
-	if (!pw)
-		integ_note("no user has uid 65534 here: --user NAME is not tried");
+	if (!pw || !gr)
+		integ_note("no user has uid 65534 or no group gid 1 here: --user NAME[:GROUP] is not "
+			   "tried by name");
 	for (m = 0; m < N_MODES; m++) {
 		r = SBX(f, m, "--user", UID_OTHER ":" UID_OTHER, "--", "/bin/sh", "-c", script);
 		check_ran(f, r, m);
@@ -343,6 +346,15 @@ static void test_sbx_user(void **state)
 			r = SBX(f, m, "--user", pw->pw_name, "--", "/bin/sh", "-c", script);
 			check_ran(f, r, m);
 			check_said(r, m, want, 1);
+		}
+		/* USER:GROUP by names: the group's gid, not the user's primary one by chance */
+		if (pw && gr) {
+			snprintf(ug, sizeof(ug), "%s:%s", pw->pw_name, gr->gr_name);
+			r = SBX(f, m, "--user", ug, "--", "/bin/sh", "-c", script);
+			check_ran(f, r, m);
+			check_said(r, m, (const char *const[]){ "Uid:65534,65534,65534,65534\n",
+								"Gid:1,1,1,1\n", "Groups:,,,\n" }, 3);
+			check_held(f, r, m, "user", "setuid 65534:1,");
 		}
 		r = SBX(f, m, "--non-root", "--", "/bin/sh", "-c", script);
 		check_ran(f, r, m);
@@ -551,42 +563,56 @@ static int listen_on(const char *addr, unsigned short *port)
 	return fd;
 }
 
+/* Each address's verdict (tcp and udp alike) for .1, .2, .3, .4, ::1, ::ffff:127.0.0.3. */
+static void verdicts(char *buf, size_t len, const char *const v[6])
+{
+	static const char *const to[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "::1",
+					  "::ffff:127.0.0.3" };
+	size_t n = 0;
+	int i;
+
+	for (i = 0; i < 6; i++)
+		n += (size_t)snprintf(buf + n, len - n, "tcp %s %s\nudp %s %s\n", to[i], v[i], to[i], v[i]);
+}
+
 /*
- * --network restricted, --allow-egress 127.0.0.2/32, --network none, and
- * full: the test listens on 127.0.0.1-3 and ::1 (one port), bm-probe
- * connects (TCP) and sends (UDP) to each. Restricted reaches its own host
- * only; the allow-list that and .2, never .3 (nor as ::ffff:127.0.0.3);
- * none has a loopback of its own, where nothing listens; full reaches all.
+ * --network restricted, --allow-egress with one CIDR, with two, with an
+ * IPv6 one (::1/128), --network none, and full: the test listens on
+ * 127.0.0.1-4 and ::1 (one port), bm-probe connects (TCP) and sends (UDP)
+ * to each. Restricted reaches its own host only; an allow-list that and
+ * its CIDRs, never .3 unless listed (nor as ::ffff:127.0.0.3); none has a
+ * loopback of its own, where nothing listens; full reaches all.
  */
 static void test_sbx_network(void **state)
 {
-	static const char *const addrs[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "::1" };
+	static const char *const addrs[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "::1" };
 	static const struct {
-		const char *flag, *arg, *want, *held, *policy;
+		const char *args[4];
+		const char *v[6];	/* .1 .2 .3 .4 ::1 ::ffff:.3 */
+		const char *held, *policy, *cidrs;
 	} cases[] = {
-		{ "--network", "restricted",
-		  "tcp 127.0.0.1 ok\nudp 127.0.0.1 ok\ntcp 127.0.0.2 EPERM\nudp 127.0.0.2 EPERM\n"
-		  "tcp 127.0.0.3 EPERM\nudp 127.0.0.3 EPERM\ntcp ::1 ok\nudp ::1 ok\n"
-		  "tcp ::ffff:127.0.0.3 EPERM\nudp ::ffff:127.0.0.3 EPERM\n",
-		  "its own host only", "egress_restricted" },
-		{ "--allow-egress", "127.0.0.2/32",
-		  "tcp 127.0.0.1 ok\nudp 127.0.0.1 ok\ntcp 127.0.0.2 ok\nudp 127.0.0.2 ok\n"
-		  "tcp 127.0.0.3 EPERM\nudp 127.0.0.3 EPERM\ntcp ::1 ok\nudp ::1 ok\n"
-		  "tcp ::ffff:127.0.0.3 EPERM\nudp ::ffff:127.0.0.3 EPERM\n",
-		  "its own host and 1 CIDR", "egress_allow_list" },
-		{ "--network", "none",
-		  "tcp 127.0.0.1 ECONNREFUSED\n", "netns (loopback only)", "none" },
-		{ "--network", "full",
-		  "tcp 127.0.0.1 ok\nudp 127.0.0.1 ok\ntcp 127.0.0.2 ok\nudp 127.0.0.2 ok\n"
-		  "tcp 127.0.0.3 ok\nudp 127.0.0.3 ok\ntcp ::1 ok\nudp ::1 ok\n"
-		  "tcp ::ffff:127.0.0.3 ok\nudp ::ffff:127.0.0.3 ok\n", NULL, "full" },
+		{ { "--network", "restricted" }, { "ok", "EPERM", "EPERM", "EPERM", "ok", "EPERM" },
+		  "its own host only", "egress_restricted", NULL },
+		{ { "--allow-egress", "127.0.0.2/32" }, { "ok", "ok", "EPERM", "EPERM", "ok", "EPERM" },
+		  "its own host and 1 CIDR", "egress_allow_list", "127.0.0.2/32" },
+		/* two: each reached, what lies between them not */
+		{ { "--allow-egress", "127.0.0.2/32", "--allow-egress", "127.0.0.4/30" },
+		  { "ok", "ok", "EPERM", "ok", "ok", "EPERM" },
+		  "its own host and 2 CIDRs", "egress_allow_list", "127.0.0.2/32,127.0.0.4/30" },
+		/* an IPv6 one: the filter takes it, and it opens no IPv4 address */
+		{ { "--allow-egress", "::1/128" }, { "ok", "EPERM", "EPERM", "EPERM", "ok", "EPERM" },
+		  "its own host and 1 CIDR", "egress_allow_list", "::1/128" },
+		{ { "--network", "none" }, { 0 }, "netns (loopback only)", "none", NULL },
+		{ { "--network", "full" }, { "ok", "ok", "ok", "ok", "ok", "ok" }, NULL, "full", NULL },
 	};
 	int fds[BM_ARRAY_SIZE(addrs)];
 	struct fx *f = *state;
 	unsigned short port = 0;
-	char port_s[8], probe[PATH_MAX];
+	char port_s[8], probe[PATH_MAX], want[1024], got[256];
 	struct res *r;
 	unsigned int i, k;
+	size_t n;
+	json_t *c;
 	int m;
 
 	for (i = 0; i < BM_ARRAY_SIZE(addrs); i++)
@@ -596,12 +622,22 @@ static void test_sbx_network(void **state)
 	agent_start();
 	for (m = 0; m < N_MODES; m++) {
 		for (i = 0; i < BM_ARRAY_SIZE(cases); i++) {
-			r = SBX(f, m, cases[i].flag, cases[i].arg, "--", probe, port_s, "127.0.0.1",
-				"127.0.0.2", "127.0.0.3", "::1", "::ffff:127.0.0.3");
+			const char *a0 = cases[i].args[0], *a1 = cases[i].args[1];
+			const char *a2 = cases[i].args[2] ? cases[i].args[2] : "--";
+
+			if (cases[i].args[2])
+				r = SBX(f, m, a0, a1, a2, cases[i].args[3], "--", probe, port_s, "127.0.0.1",
+					"127.0.0.2", "127.0.0.3", "127.0.0.4", "::1", "::ffff:127.0.0.3");
+			else
+				r = SBX(f, m, a0, a1, "--", probe, port_s, "127.0.0.1", "127.0.0.2",
+					"127.0.0.3", "127.0.0.4", "::1", "::ffff:127.0.0.3");
 			check_ran(f, r, m);
-			if (strcmp(cases[i].policy, "none") && strcmp(r->out.p, cases[i].want))
-				fail_msg("%s, %s %s: it said\n%sexpected\n%s", mode_name[m], cases[i].flag,
-					 cases[i].arg, r->out.p, cases[i].want);
+			if (cases[i].v[0]) {
+				verdicts(want, sizeof(want), cases[i].v);
+				if (strcmp(r->out.p, want))
+					fail_msg("%s, %s %s %s: it said\n%sexpected\n%s", mode_name[m], a0, a1,
+						 cases[i].args[2] ? cases[i].args[3] : "", r->out.p, want);
+			}
 			/* in its own namespace nothing of ours listens: every connect is refused */
 			for (k = 0; !strcmp(cases[i].policy, "none") && k < BM_ARRAY_SIZE(addrs); k++) {
 				char line[64];
@@ -610,6 +646,13 @@ static void test_sbx_network(void **state)
 				check_said(r, m, (const char *const[]){ line }, 1);
 			}
 			assert_string_equal(jstr(r->o, "sandbox.network_policy"), cases[i].policy);
+			/* the CIDRs asked, in the request's form, in order */
+			got[0] = '\0';
+			n = 0;
+			json_array_foreach(jget(r->o, "sandbox.allowed_egress_cidrs"), k, c)
+				n += (size_t)snprintf(got + n, sizeof(got) - n, "%s%s", k ? "," : "",
+						      json_string_value(c));
+			assert_string_equal(got, cases[i].cidrs ? cases[i].cidrs : "");
 			if (cases[i].held)
 				check_held(f, r, m, "network", cases[i].held);
 			else
@@ -776,16 +819,17 @@ static void check_refused(struct fx *f, int status, const char *err, const char 
  * Refused before anything exists, both ways: a bad flag (exit 125, one
  * line naming it, no cgroup, no effect); through the agent, what a caller
  * that is not root cannot have (its command is its own child), while what
- * it can have (the agent's egress filter, no capabilities, a clean
- * environment) it gets.
+ * it can have (the agent's egress filter: its own host reached, another
+ * loopback address refused; no capabilities; a clean environment) it gets.
  */
 static void test_sbx_refused_before_anything(void **state)
 {
 	struct fx *f = *state;
-	char err[4096], sock_arg[PATH_MAX + 16], id[64];
+	char err[4096], sock_arg[PATH_MAX + 16], id[64], probe[PATH_MAX], port_s[8];
+	unsigned short port = 0;
 	json_t *list = NULL;
 	struct res *r;
-	int m, st;
+	int m, st, fds[2];
 
 	agent_start();
 	(void)cgroups_created(f);
@@ -822,6 +866,21 @@ static void test_sbx_refused_before_anything(void **state)
 	integ_note("not root, through the agent: exit %d, %s", st, oneline_of(err));
 	assert_int_equal(st, 0);
 	assert_non_null(strstr(err, "65534\nCapEff:0000000000000000\nNoNewPrivs:1\n"));
+	assert_int_equal(cgroups_created(f), 1);
+	/* and its egress filter holds: its own host reached, another loopback address refused */
+	fds[0] = listen_on("127.0.0.1", &port);
+	fds[1] = listen_on("127.0.0.2", &port);
+	snprintf(port_s, sizeof(port_s), "%u", port);
+	snprintf(probe, sizeof(probe), "%s", wl("bm-probe"));
+	snprintf(id, sizeof(id), "%s-nr2", token);
+	st = run_as(NOBODY, (const char *const[]){ "--socket", sock_arg, "--id", id, "-q", "--network",
+						   "restricted", "--", probe, port_s, "127.0.0.1",
+						   "127.0.0.2", NULL }, err, sizeof(err));
+	integ_note("not root, through the agent, --network restricted: exit %d, %s", st, oneline_of(err));
+	close(fds[0]);
+	close(fds[1]);
+	assert_int_equal(st, 0);
+	assert_string_equal(err, "tcp 127.0.0.1 ok\nudp 127.0.0.1 ok\ntcp 127.0.0.2 EPERM\nudp 127.0.0.2 EPERM\n");
 	assert_int_equal(cgroups_created(f), 1);
 	agent_fx_finish(state);
 }
