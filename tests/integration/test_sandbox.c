@@ -880,7 +880,8 @@ static void test_sbx_refused_before_anything(void **state)
 	close(fds[0]);
 	close(fds[1]);
 	assert_int_equal(st, 0);
-	assert_string_equal(err, "tcp 127.0.0.1 ok\nudp 127.0.0.1 ok\ntcp 127.0.0.2 EPERM\nudp 127.0.0.2 EPERM\n");
+	assert_string_equal(err, "tcp 127.0.0.1 ok\nudp 127.0.0.1 ok\n"
+				 "tcp 127.0.0.2 EPERM\nudp 127.0.0.2 EPERM\n");
 	assert_int_equal(cgroups_created(f), 1);
 	agent_fx_finish(state);
 }

@@ -207,7 +207,8 @@ static void test_sandbox_enforcement_of_the_caller(void **state)
 	assert_true(agent.by_caller[BM_SBX_CAPS]);
 	o = json_pack("{s:s}", "cpu", "cgroup v2 cpu.max");
 	assert_int_equal(bm_sandbox_enf_json(&agent, o), 0);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "by"), "caps")), "caller");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "by"), "caps")),
+			    "caller");
 	assert_null(json_object_get(json_object_get(o, "by"), "network"));
 	assert_int_equal(json_object_size(json_object_get(o, "by")), 1);
 	/* an outcome's enforcement is not a caller's word: "by" and "cpu" are not its to say */

@@ -565,7 +565,8 @@ int ag_cancel(struct bm_agent *a, struct ag_effect *e)
 	return 0;
 }
 
-int ag_exit(struct bm_agent *a, struct ag_effect *e, int wait_status, const struct bm_sandbox_enf *caller)
+int ag_exit(struct bm_agent *a, struct ag_effect *e, int wait_status,
+	    const struct bm_sandbox_enf *caller)
 {
 	(void)a;
 	if (e->req.mode != BM_REQ_ATTACH)

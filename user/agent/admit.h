@@ -47,7 +47,8 @@ int ag_attach(struct bm_agent *a, struct ag_effect *e, pid_t caller, uid_t uid, 
  * as its word where the agent held nothing itself: 0, -EALREADY or -EINVAL
  * (not attached).
  */
-int ag_exit(struct bm_agent *a, struct ag_effect *e, int wait_status, const struct bm_sandbox_enf *caller);
+int ag_exit(struct bm_agent *a, struct ag_effect *e, int wait_status,
+	    const struct bm_sandbox_enf *caller);
 /* Start queued effects while the node has room: fair across tenants, by priority within one. */
 void ag_schedule(struct bm_agent *a);
 /* The supervision options of an effect: its request's limits and the agent's policy. */
