@@ -177,8 +177,9 @@ static void check_held(struct fx *f, struct res *r, enum mode m, const char *key
 	assert_int_equal(call("GET", url, NULL, &e), 200);
 	v = jget(e, path);
 	if (!json_is_string(v) || !strstr(json_string_value(v), want))
-		fail_msg("%s: the agent's record of %s has %s %s, expected it to say '%s'", mode_name[m],
-			 f->id, path, v ? json_dumps(v, JSON_ENCODE_ANY) : "missing", want);
+		fail_msg("%s: the agent's record of %s has %s %s, expected it to say '%s'",
+			 mode_name[m], f->id, path, v ? json_dumps(v, JSON_ENCODE_ANY) : "missing",
+			 want);
 	json_decref(e);
 }
 
@@ -333,8 +334,8 @@ static void test_sbx_user(void **state)
 
 	agent_start();
 	if (!pw || !gr)
-		integ_note("no user has uid 65534 or no group gid 1 here: --user NAME[:GROUP] is not "
-			   "tried by name");
+		integ_note("no user has uid 65534 or no group gid 1 here: --user NAME[:GROUP] "
+			   "is not tried by name");
 	for (m = 0; m < N_MODES; m++) {
 		r = SBX(f, m, "--user", UID_OTHER ":" UID_OTHER, "--", "/bin/sh", "-c", script);
 		check_ran(f, r, m);
@@ -353,7 +354,7 @@ static void test_sbx_user(void **state)
 			r = SBX(f, m, "--user", ug, "--", "/bin/sh", "-c", script);
 			check_ran(f, r, m);
 			check_said(r, m, (const char *const[]){ "Uid:65534,65534,65534,65534\n",
-								"Gid:1,1,1,1\n", "Groups:,,,\n" }, 3);
+							"Gid:1,1,1,1\n", "Groups:,,,\n" }, 3);
 			check_held(f, r, m, "user", "setuid 65534:1,");
 		}
 		r = SBX(f, m, "--non-root", "--", "/bin/sh", "-c", script);
@@ -421,7 +422,8 @@ static void test_sbx_drop_caps(void **state)
 		"unshare-Ur=refused\n", "unshare EPERM\n", "clone EPERM\n", "clone3 ENOSYS\n",
 		"thread ok\n", "fork ok\n",
 	};
-	char dir[] = "/tmp/bm-sbx-caps.XXXXXX", path[PATH_MAX + 32], script[4096], userns[PATH_MAX + 128];
+	char dir[] = "/tmp/bm-sbx-caps.XXXXXX", path[PATH_MAX + 32], script[4096];
+	char userns[PATH_MAX + 128];
 	struct fx *f = *state;
 	struct res *r;
 	int m, fd, u;
@@ -482,8 +484,11 @@ static void test_sbx_drop_caps(void **state)
 		 "echo unshare-Ur=refused; %s", path);
 	for (m = 0; m < N_MODES; m++) {
 		for (u = 0; u < 2; u++) {
-			r = u ? SBX(f, m, "--drop-caps", "--user", UID_OTHER, "--", "/bin/sh", "-c", userns)
-			      : SBX(f, m, "--drop-caps", "--", "/bin/sh", "-c", userns);
+			if (u)
+				r = SBX(f, m, "--drop-caps", "--user", UID_OTHER, "--", "/bin/sh", "-c",
+					userns);
+			else
+				r = SBX(f, m, "--drop-caps", "--", "/bin/sh", "-c", userns);
 			check_ran(f, r, m);
 			integ_note("%s, --drop-caps%s, user namespaces: %s", mode_name[m],
 				   u ? " --user " UID_OTHER : "", oneline_of(r->out.p));
@@ -498,12 +503,13 @@ static void test_sbx_drop_caps(void **state)
 		char logp[PATH_MAX + 64];
 		json_t *e;
 
-		launch(json_pack("{s:s, s:[s, s, s], s:{s:b}}", "id", "caps1", "argv", "/bin/sh", "-c",
-				 userns, "sandbox", "drop_all_capabilities", 1));
+		launch(json_pack("{s:s, s:[s, s, s], s:{s:b}}", "id", "caps1", "argv", "/bin/sh",
+				 "-c", userns, "sandbox", "drop_all_capabilities", 1));
 		e = wait_final("caps1", 20000);
 		snprintf(logp, sizeof(logp), "%s/logs/%s@caps1.log", ag.state, token);
 		assert_true(bm_read_file(AT_FDCWD, logp, log, sizeof(log)) > 0);
-		integ_note("the agent's launch, drop_all_capabilities, user namespaces: %s", oneline_of(log));
+		integ_note("the agent's launch, drop_all_capabilities, user namespaces: %s",
+			   oneline_of(log));
 		assert_string_equal(jstr(e, "state"), "succeeded");
 		for (u = 0; u < (int)BM_ARRAY_SIZE(want_userns); u++)
 			assert_non_null(strstr(log, want_userns[u]));
@@ -518,12 +524,12 @@ static void test_sbx_drop_caps(void **state)
 		r = SBX(f, STANDALONE, "--user", UID_OTHER, "--", "/bin/sh", "-c", userns);
 		check_ran(f, r, STANDALONE);
 		integ_note("without --drop-caps, --user %s: %s", UID_OTHER, oneline_of(r->out.p));
-		check_said(r, STANDALONE, (const char *const[]){ "unshare ok CapEff:", "clone ok CapEff:",
-								  "clone3 ok CapEff:" }, 3);
+		check_said(r, STANDALONE, (const char *const[]){ "unshare ok CapEff:",
+				"clone ok CapEff:", "clone3 ok CapEff:" }, 3);
 		assert_null(strstr(r->out.p, "unshare-Ur=refused"));
 		assert_null(strstr(r->out.p, "ok CapEff:0000000000000000"));
 	} else {
-		integ_note("user namespaces are off on this kernel: the probe's control is not run");
+		integ_note("user namespaces are off on this kernel: no control for the probe");
 	}
 	r = SBX(f, STANDALONE, "--", "/bin/sh", "-c", script);
 	check_ran(f, r, STANDALONE);
@@ -572,7 +578,8 @@ static void verdicts(char *buf, size_t len, const char *const v[6])
 	int i;
 
 	for (i = 0; i < 6; i++)
-		n += (size_t)snprintf(buf + n, len - n, "tcp %s %s\nudp %s %s\n", to[i], v[i], to[i], v[i]);
+		n += (size_t)snprintf(buf + n, len - n, "tcp %s %s\nudp %s %s\n", to[i], v[i], to[i],
+				      v[i]);
 }
 
 /*
@@ -585,7 +592,8 @@ static void verdicts(char *buf, size_t len, const char *const v[6])
  */
 static void test_sbx_network(void **state)
 {
-	static const char *const addrs[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "::1" };
+	static const char *const addrs[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4",
+					     "::1" };
 	static const struct {
 		const char *args[4];
 		const char *v[6];	/* .1 .2 .3 .4 ::1 ::ffff:.3 */
