@@ -565,13 +565,16 @@ int ag_cancel(struct bm_agent *a, struct ag_effect *e)
 	return 0;
 }
 
-int ag_exit(struct bm_agent *a, struct ag_effect *e, int wait_status)
+int ag_exit(struct bm_agent *a, struct ag_effect *e, int wait_status,
+	    const struct bm_sandbox_enf *caller)
 {
 	(void)a;
 	if (e->req.mode != BM_REQ_ATTACH)
 		return -EINVAL;
 	if (e->sup.phase != BM_SUP_RUNNING)
 		return -EALREADY;
+	if (caller)
+		bm_sandbox_enf_take_caller(&e->sup.out.sbx, caller);
 	bm_sup__exited(&e->sup, wait_status);
 	return 0;
 }

@@ -25,6 +25,7 @@
 #include "agent/tenant.h"
 #include "api/api.h"
 #include "base/common.h"
+#include "effect/sandbox.h"
 
 struct caller {
 	pid_t pid;
@@ -324,15 +325,26 @@ static enum MHD_Result report_exit(const struct call *k)
 {
 	struct ag_effect *e = ag_find(k->api->a, k->who->tenant, k->id);
 	json_t *body = k->cc->body ? json_loads(k->cc->body, JSON_REJECT_DUPLICATES, NULL) : NULL;
-	json_t *ws = json_object_get(body, "wait_status");
+	json_t *ws = json_object_get(body, "wait_status"), *en = json_object_get(body, "enforcement");
+	struct bm_sandbox_enf caller;
+	const char *bad = NULL;
+	char why[160];
 	int err;
 
-	err = !json_is_integer(ws) || json_object_size(body) != 1 ? -EINVAL
-	      : !e ? -EALREADY : ag_exit(k->api->a, e, (int)json_integer_value(ws));
+	/* what the caller made of the sandbox (its namespaces, its identity): its word, said so */
+	err = !json_is_integer(ws) || json_object_size(body) != 1u + !!en ? -EINVAL
+	      : en && bm_sandbox_enf_parse(en, &caller, &bad) ? -EINVAL
+	      : !e ? -EALREADY : ag_exit(k->api->a, e, (int)json_integer_value(ws), en ? &caller : NULL);
+	if (err == -EINVAL && bad)
+		snprintf(why, sizeof(why), "enforcement.%.64s: not a part of the sandbox, or not a "
+			 "string of at most %d printable bytes", bad, BM_SBX_MECH_LEN - 1);
 	json_decref(body);
+	if (err == -EINVAL && bad)
+		return ag_api_error(k->c, MHD_HTTP_BAD_REQUEST, why);
 	if (err == -EINVAL)
 		return ag_api_error(k->c, MHD_HTTP_BAD_REQUEST,
-				    "expected {\"wait_status\": N} for an attached effect");
+				    "expected {\"wait_status\": N} for an attached effect (and its "
+				    "\"enforcement\", if any)");
 	if (err)
 		return ag_api_error(k->c, MHD_HTTP_CONFLICT, "the effect has ended");
 	return ag_api_reply(k->c, MHD_HTTP_ACCEPTED, ag_effect_json(k->api->a, k->who->tenant, k->id), 0);
