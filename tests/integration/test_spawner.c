@@ -249,78 +249,69 @@ static void test_spawner_tells_every_end(void **state)
 	}
 }
 
-/* Our children, zombies too (pids into pids, at most n); with comm in comms (", "-separated). */
-static int children_of_ours(pid_t *pids, int n, char *comms, size_t len)
+/* /proc/PID/stat's comm and ppid; false if it is gone. */
+static bool stat_of(const char *pid, char *comm, size_t len, int *ppid)
 {
 	char path[300], buf[512], *p;
-	struct dirent *de;
-	int found = 0, fd, ppid;
-	size_t used = 0;
 	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (r <= 0)
+		return false;
+	buf[r] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || !strchr(buf, '(') || sscanf(p, ") %*c %d", ppid) != 1)
+		return false;
+	*p = '\0';
+	snprintf(comm, len, "%s", strchr(buf, '(') + 1);
+	return true;
+}
+
+/* Our children, zombies too (pids into pids, at most n; their names into comms). */
+static int children_of_ours(pid_t *pids, int n, char *comms, size_t len)
+{
+	char comm[64];
+	struct dirent *de;
+	int found = 0, ppid;
+	size_t used = 0;
 	DIR *d = opendir("/proc");
 
 	comms[0] = '\0';
 	while (d && (de = readdir(d))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || !stat_of(de->d_name, comm, sizeof(comm), &ppid) ||
+		    ppid != getpid())
 			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		if (r <= 0)
-			continue;
-		buf[r] = '\0';
-		p = strrchr(buf, ')');
-		if (!p || sscanf(p, ") %*c %d", &ppid) != 1 || ppid != getpid())
-			continue;
-		*p = '\0';
 		if (found < n)
 			pids[found] = atoi(de->d_name);
 		found++;
 		if (used < len)
-			used += (size_t)snprintf(comms + used, len - used, "%s%s", used ? ", " : "",
-						 strchr(buf, '(') + 1);
+			used += (size_t)snprintf(comms + used, len - used, "%s%s", used ? ", " : "", comm);
 	}
 	if (d)
 		closedir(d);
 	return found;
 }
 
-/* Is there a bm-init below pid (its child's child: the ready shim's warm init)? */
+/* Is there a bm-init whose parent's parent is spawner (the ready shim's warm init)? */
 static bool warm_init_below(pid_t spawner)
 {
-	char path[300], buf[512], *p;
+	char comm[64], parent[32];
 	struct dirent *de;
-	int fd, ppid, gp;
+	int ppid, gp;
 	bool yes = false;
-	ssize_t r;
 	DIR *d = opendir("/proc");
 
 	while (!yes && d && (de = readdir(d))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || !stat_of(de->d_name, comm, sizeof(comm), &ppid) ||
+		    strcmp(comm, "bm-init"))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		if (r <= 0 || !strstr(buf, "(bm-init)"))
-			continue;
-		buf[r] = '\0';
-		p = strrchr(buf, ')');
-		if (!p || sscanf(p, ") %*c %d", &ppid) != 1)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/stat", ppid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		if (r <= 0)
-			continue;
-		buf[r] = '\0';
-		p = strrchr(buf, ')');
-		yes = p && sscanf(p, ") %*c %d", &gp) == 1 && gp == spawner;
+		snprintf(parent, sizeof(parent), "%d", ppid);
+		yes = stat_of(parent, comm, sizeof(comm), &gp) && gp == spawner;
 	}
 	if (d)
 		closedir(d);
