@@ -285,8 +285,9 @@ static enum MHD_Result health(const struct call *k)
 
 	/* who caused the node's pressure names other tenants: for the operator only */
 	return ag_api_reply(k->c, MHD_HTTP_OK,
-			    json_pack("{s:s, s:i, s:i, s:b, s:{s:b, s:b, s:s}, s:o}", "status",
-				      "ok", "running", a->running, "queued", a->queue.n, "adopted",
+			    json_pack("{s:s, s:i, s:i, s:i, s:i, s:b, s:{s:b, s:b, s:s}, s:o}", "status",
+				      "ok", "running", a->running, "queued", a->queue.n, "max_running",
+				      (int)a->cfg.max_running, "max_queued", (int)a->cfg.max_queued, "adopted",
 				      bm_loader__adopted(a->loader), "meter", "cgroup_storage",
 				      f->cgrp_storage, "tick", f->tick, "net",
 				      bm_net_source_name(f->net), "pressure",
