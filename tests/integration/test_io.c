@@ -19,8 +19,9 @@
  *     blkio.throttle (enforcement says which), and the meter still sees
  *     the bytes the throttle released later.
  *   OOM: a memory ceiling's OOM kill names the victim, its size, the limit.
- *   storage: through the agent, an effect that fills its max_ephemeral_storage
- *     (its /tmp tmpfs) ends with storage_ceiling, its peak reported.
+ *   storage: an effect that fills its max_ephemeral_storage (its /tmp
+ *     tmpfs) ends with storage_ceiling, its peak reported: launched by the
+ *     agent, run standalone (--tmp-size), and run through the agent (attach).
  */
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -311,47 +312,98 @@ static int agent_teardown(void **state)
 }
 
 /*
+ * bm-io copied to the I/O directory (on a disk): a private /tmp hides the
+ * host's, and a workload under it (a build in /tmp) with it.
+ */
+static const char *io_tool(void)
+{
+	char cmd[3 * PATH_MAX + 64];
+
+	snprintf(tool, sizeof(tool), "%s/bm-io", io_dir);
+	assert_true(strncmp(io_dir, "/tmp/", 5) != 0);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0755 '%s' '%s'", wl("bm-io"), tool, tool,
+		 io_dir);
+	assert_int_equal(system(cmd), 0);
+	return tool;
+}
+
+/*
+ * An outcome (o: the outcome object) of an effect that filled limit bytes
+ * of /tmp: storage_ceiling, where, the peak (full, less the truth file
+ * beside it), the advice, and ended at once rather than left to wait 10 s
+ * for room.
+ */
+static void assert_tmp_full(json_t *o, long long limit)
+{
+	double peak = jnum(o, "storage.peak_bytes");
+
+	integ_note("storage: %s after %.2f s, where %s, peak %.0f of %.0f; advice: %s",
+		   jstr(o, "termination.reason"), jnum(o, "wall_seconds"), jstr(o, "storage.where"),
+		   peak, jnum(o, "limits.ephemeral_storage_bytes"), jstr(o, "retry.advice"));
+	assert_string_equal(jstr(o, "termination.reason"), "storage_ceiling");
+	assert_int_equal(jint(o, "limits.ephemeral_storage_bytes"), limit);
+	assert_string_equal(jstr(o, "storage.where"), "/tmp");
+	assert_between(peak, (double)limit - MIB, (double)limit);
+	assert_false(json_is_true(jget(o, "retry.eligible")));
+	assert_non_null(strstr(jstr(o, "retry.advice"), "max_ephemeral_storage"));
+	assert_true(jnum(o, "wall_seconds") < 5);
+	assert_non_null(strstr(jstr(o, "enforcement.ephemeral_storage"), "tmpfs"));
+}
+
+/*
  * 64 MiB into /tmp under max_ephemeral_storage 16Mi: the tmpfs refuses
  * the rest (ENOSPC), the writer waits for room, and the agent, which
  * looks at the tmpfs every 20 ms, ends the effect with storage_ceiling.
  */
 static void test_io_storage_ceiling(void **state)
 {
-	char cmd[3 * PATH_MAX + 64];
 	json_t *req, *e = NULL;
-	double peak;
 
 	agent_start_cfg("", "max_running: 4\nadmit_cpu_pressure: 100\nadmit_mem_available: 0\n");
 	req = launch_req("fill", "bm-io", "fill", "/tmp", "64", "/tmp/truth", NULL);
-	/*
-	 * its /tmp is its own: a workload under the host's (a build in /tmp)
-	 * is not there, a copy in the I/O directory (on a disk) is
-	 */
-	snprintf(tool, sizeof(tool), "%s/bm-io", io_dir);
-	assert_true(strncmp(io_dir, "/tmp/", 5) != 0);
-	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0755 '%s' '%s'",
-		 json_string_value(json_array_get(json_object_get(req, "argv"), 0)), tool, tool, io_dir);
-	assert_int_equal(system(cmd), 0);
-	json_array_set_new(json_object_get(req, "argv"), 0, json_string(tool));
+	json_array_set_new(json_object_get(req, "argv"), 0, json_string(io_tool()));
 	json_object_set_new(req, "sandbox", json_pack("{s:s}", "max_ephemeral_storage", "16Mi"));
 	assert_int_equal(call("POST", "/v1/effects", req, &e), 201);
 	json_decref(e);
 	e = wait_final("fill", 30000);
-	peak = jnum(e, "outcome.storage.peak_bytes");
-	integ_note("storage: %s (%s) after %.2f s, peak %.0f of %.0f; advice: %s", jstr(e, "state"),
-		   jstr(e, "outcome.termination.reason"), jnum(e, "outcome.wall_seconds"), peak,
-		   jnum(e, "outcome.limits.ephemeral_storage_bytes"), jstr(e, "outcome.retry.advice"));
+	assert_string_equal(jstr(e, "state"), "killed");
+	assert_tmp_full(jget(e, "outcome"), 16LL << 20);
+	json_decref(e);
+	agent_fx_finish(state);
+}
+
+/* The same with `run --standalone --tmp-size 8M`: run's supervisor bounds its /tmp as the agent's does. */
+static void test_io_storage_run(void **state)
+{
+	struct fx *f = *state;
+	struct res *r;
+
+	r = run_bm(f, R_STD, "--standalone", "--tmp-size", "8M", "--", io_tool(), "fill", "/tmp", "64",
+		   "/tmp/truth", NULL);
+	assert_non_null(r->o);
+	assert_tmp_full(r->o, 8LL << 20);
+	/* killed: 128 + SIGKILL, as a shell says */
+	assert_int_equal(jint(r->o, "exit.signal"), SIGKILL);
+	assert_int_equal(r->status, 128 + SIGKILL);
+	assert_clean(f);
+}
+
+/* And through the agent (`run --socket`: an attach, its /tmp made by run): the agent bounds it. */
+static void test_io_storage_attach(void **state)
+{
+	struct fx *f = *state;
+	struct res *r;
+	json_t *e;
+
+	agent_start_cfg("", "max_running: 4\nadmit_cpu_pressure: 100\nadmit_mem_available: 0\n");
+	r = run_bm(f, R_STD, "--socket", ag.sock, "--tmp-size", "8M", "--", io_tool(), "fill", "/tmp",
+		   "64", "/tmp/truth", NULL);
+	assert_non_null(r->o);
+	assert_tmp_full(r->o, 8LL << 20);
+	assert_int_equal(r->status, 128 + SIGKILL);
+	e = wait_final_as(token, f->id, 5000);
 	assert_string_equal(jstr(e, "state"), "killed");
 	assert_string_equal(jstr(e, "outcome.termination.reason"), "storage_ceiling");
-	assert_int_equal(jint(e, "outcome.limits.ephemeral_storage_bytes"), 16LL << 20);
-	assert_string_equal(jstr(e, "outcome.storage.where"), "/tmp");
-	/* full: what it wrote, and the truth file beside it */
-	assert_between(peak, 15 * MIB, 16 * MIB);
-	assert_false(json_is_true(jget(e, "outcome.retry.eligible")));
-	assert_non_null(strstr(jstr(e, "outcome.retry.advice"), "max_ephemeral_storage"));
-	/* it was ended, not left to wait 10 s for room */
-	assert_true(jnum(e, "outcome.wall_seconds") < 5);
-	assert_non_null(strstr(jstr(e, "outcome.enforcement.ephemeral_storage"), "tmpfs"));
 	json_decref(e);
 	agent_fx_finish(state);
 }
@@ -366,6 +418,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_io_ladder_throttles, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_oom_victim, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_storage_ceiling, agent_setup, agent_teardown),
+		cmocka_unit_test_setup_teardown(test_io_storage_run, io_setup, io_teardown),
+		cmocka_unit_test_setup_teardown(test_io_storage_attach, agent_setup, agent_teardown),
 	};
 	size_t n;
 	int rc = runner_init("test_io");

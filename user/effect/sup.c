@@ -56,6 +56,19 @@ const struct bm_sup_ops bm_sup_kernel = {
 	.alias = bm_loader__alias,
 };
 
+void bm_sup_places(struct bm_sup_opts *so, const struct bm_sandbox *sb, const char *cwd)
+{
+	int n = 0;
+
+	so->limits.storage_bytes = sb->max_ephemeral_storage;
+	so->io_paths[n++] = cwd;
+	if (*bm_sandbox_workspace(sb))
+		so->io_paths[n++] = sb->workspace;
+	if (!sb->read_only_root_fs && !sb->max_ephemeral_storage)
+		so->io_paths[n++] = "/tmp";
+	so->io_paths[n] = NULL;
+}
+
 void bm_sup__init(struct bm_sup *s)
 {
 	int i;

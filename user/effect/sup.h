@@ -113,6 +113,14 @@ struct bm_sup {
 	struct bm_summary sum;
 };
 
+/*
+ * Where it may write, from its sandbox, alike for the agent's launches and
+ * attaches and for run: max_ephemeral_storage bounds its private /tmp (a
+ * tmpfs of that size); the disks behind cwd, its workspace and /tmp (unless
+ * a tmpfs) get the I/O ceilings.
+ */
+void bm_sup_places(struct bm_sup_opts *so, const struct bm_sandbox *sb, const char *cwd);
+
 /* Zero s, mark every fd closed, ops = &bm_sup_kernel: bm_sup__release() is then always safe. */
 void bm_sup__init(struct bm_sup *s);
 
