@@ -21,7 +21,8 @@
  *   OOM: a memory ceiling's OOM kill names the victim, its size, the limit.
  *   storage: an effect that fills its max_ephemeral_storage (its /tmp
  *     tmpfs) ends with storage_ceiling, its peak reported: launched by the
- *     agent, run standalone (--tmp-size), and run through the agent (attach).
+ *     agent, run standalone (--tmp-size), and run through the agent (attach);
+ *     and one that fills its workspace, whose growth counts against it too.
  */
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -408,6 +409,58 @@ static void test_io_storage_attach(void **state)
 	agent_fx_finish(state);
 }
 
+/*
+ * Its workspace counts too: `run --workspace WS --tmp-size 16M` and a
+ * writer of 64 MiB into WS at 32 MiB/s. The supervisor walks WS (du) every
+ * 100 ms or so: it ends the effect with storage_ceiling, where WS, once
+ * what WS grew by and /tmp hold 16 MiB together, past it by no more than
+ * what 32 MiB/s writes between two walks (and the tick after).
+ */
+static void test_io_storage_workspace(void **state)
+{
+	struct fx *f = *state;
+	char ws[PATH_MAX + 16], fill[PATH_MAX + 32], tr[PATH_MAX + 32];
+	double peak, limit = 16 * MIB;
+	struct stat st;
+	struct res *r;
+	json_t *p;
+
+	snprintf(ws, sizeof(ws), "%s/ws", io_dir);
+	snprintf(fill, sizeof(fill), "%s/fill", ws);
+	snprintf(tr, sizeof(tr), "%s/truth", ws);
+	assert_int_equal(mkdir(ws, 0755), 0);
+	r = run_bm(f, R_STD, "--standalone", "--tmp-size", "16M", "--workspace", ws, "--", io_tool(),
+		   "fill", ws, "64", tr, "32", NULL);
+	assert_non_null(r->o);
+	peak = jnum(r->o, "storage.peak_bytes");
+	assert_int_equal(stat(fill, &st), 0);
+	integ_note("workspace: %s after %.2f s, where %s, peak %.0f of %.0f (places %s); %lld bytes "
+		   "left in the workspace", jstr(r->o, "termination.reason"), jnum(r->o, "wall_seconds"),
+		   jstr(r->o, "storage.where"), peak, limit,
+		   json_dumps(jget(r->o, "storage.places"), JSON_COMPACT), (long long)st.st_size);
+	unlink(fill);
+	unlink(tr);
+	rmdir(ws);
+	assert_string_equal(jstr(r->o, "termination.reason"), "storage_ceiling");
+	assert_string_equal(jstr(r->o, "storage.where"), ws);
+	assert_between(peak, limit, limit + 8 * MIB);
+	/* each place: /tmp (held almost nothing) and the workspace (held the rest) */
+	assert_int_equal(json_array_size(jget(r->o, "storage.places")), 2);
+	p = json_array_get(jget(r->o, "storage.places"), 0);
+	assert_string_equal(json_string_value(json_object_get(p, "where")), "/tmp");
+	assert_true(json_integer_value(json_object_get(p, "peak_bytes")) < MIB);
+	p = json_array_get(jget(r->o, "storage.places"), 1);
+	assert_string_equal(json_string_value(json_object_get(p, "where")), ws);
+	assert_between((double)json_integer_value(json_object_get(p, "peak_bytes")), limit - MIB,
+		       limit + 8 * MIB);
+	/* stopped well before its 64 MiB (2 s at its pace) */
+	assert_true(st.st_size <= (off_t)(limit + 8 * MIB));
+	assert_true(jnum(r->o, "wall_seconds") < 1.5);
+	assert_non_null(strstr(jstr(r->o, "enforcement.ephemeral_storage"), "workspace"));
+	assert_int_equal(r->status, 128 + SIGKILL);
+	assert_clean(f);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
@@ -420,6 +473,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_io_storage_ceiling, agent_setup, agent_teardown),
 		cmocka_unit_test_setup_teardown(test_io_storage_run, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_storage_attach, agent_setup, agent_teardown),
+		cmocka_unit_test_setup_teardown(test_io_storage_workspace, io_setup, io_teardown),
 	};
 	size_t n;
 	int rc = runner_init("test_io");

@@ -19,10 +19,11 @@
  *   bm-io steady FILE MIB TRUTH
  *	O_DIRECT writes of MIB MiB as fast as they go (under a ceiling, at
  *	its rate); truth: bytes, first and last write's ns, rate.
- *   bm-io fill DIR MIB TRUTH
- *	write DIR/fill in 1 MiB writes until MIB MiB or ENOSPC; at ENOSPC,
- *	keep retrying once a second, for 10 s, as a writer that waits for
- *	room would; truth: bytes written, enospc 0/1.
+ *   bm-io fill DIR MIB TRUTH [MIB_PER_S]
+ *	write DIR/fill in 1 MiB writes until MIB MiB or ENOSPC (at most
+ *	MIB_PER_S, if given); at ENOSPC, keep retrying once a second, for
+ *	10 s, as a writer that waits for room would; truth: bytes written,
+ *	enospc 0/1.
  */
 #include <fcntl.h>
 #include <stdarg.h>
@@ -181,10 +182,10 @@ static int steady(const char *file, uint64_t mib, const char *out)
 		     (double)done * 1e9 / (double)(last - first));
 }
 
-static int fill(const char *dir, uint64_t mib, const char *out)
+static int fill(const char *dir, uint64_t mib, uint64_t pace, const char *out)
 {
 	char path[4096];
-	uint64_t done = 0;
+	uint64_t done = 0, t0 = now_ns(), due;
 	void *buf;
 	int fd, tries = 0, full = 0;
 	ssize_t n;
@@ -199,6 +200,10 @@ static int fill(const char *dir, uint64_t mib, const char *out)
 		n = write(fd, buf, 1 << 20);
 		if (n > 0) {
 			done += (uint64_t)n;
+			/* paced: the next MiB no sooner than the rate allows */
+			due = pace ? t0 + (done >> 20) * WL_NSEC_PER_SEC / pace : 0;
+			if (due > now_ns())
+				wl_sleep_ms((due - now_ns()) / WL_NSEC_PER_MSEC + 1);
 			continue;
 		}
 		if (errno != ENOSPC && n < 0)
@@ -215,7 +220,7 @@ static int fill(const char *dir, uint64_t mib, const char *out)
 
 int main(int argc, char **argv)
 {
-	uint64_t mib = 0, burst = 0, quiet = 0;
+	uint64_t mib = 0, burst = 0, quiet = 0, pace = 0;
 
 	if (argc == 7 && !strcmp(argv[1], "dio") && wl_parse_u64(argv[3], 1, 1 << 20, &mib) &&
 	    wl_parse_u64(argv[4], 1, WL_MS_MAX, &burst) && wl_parse_u64(argv[5], 0, WL_MS_MAX, &quiet))
@@ -226,8 +231,10 @@ int main(int argc, char **argv)
 		return readall(argv[2], argv[3]);
 	if (argc == 5 && !strcmp(argv[1], "steady") && wl_parse_u64(argv[3], 1, 1 << 20, &mib))
 		return steady(argv[2], mib, argv[4]);
-	if (argc == 5 && !strcmp(argv[1], "fill") && wl_parse_u64(argv[3], 1, 1 << 20, &mib))
-		return fill(argv[2], mib, argv[4]);
+	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "fill") &&
+	    wl_parse_u64(argv[3], 1, 1 << 20, &mib) &&
+	    (argc == 5 || wl_parse_u64(argv[5], 1, 1 << 20, &pace)))
+		return fill(argv[2], mib, pace, argv[4]);
 	return wl_usage("bm-io", "dio FILE MIB BURST_MS QUIET_MS TRUTH | buffered FILE MIB TRUTH | "
-			"read FILE TRUTH | steady FILE MIB TRUTH | fill DIR MIB TRUTH");
+			"read FILE TRUTH | steady FILE MIB TRUTH | fill DIR MIB TRUTH [MIB_PER_S]");
 }
