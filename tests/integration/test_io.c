@@ -17,7 +17,9 @@
  *   cold read: what was read came from the disk (its pages were dropped).
  *   a write ceiling: the rate held within 10 % of it, by io.max or
  *     blkio.throttle (enforcement says which), and the meter still sees
- *     the bytes the throttle released later.
+ *     the bytes the throttle released later; the same for a read ceiling
+ *     on a cold read, an iops ceiling on 4 KiB O_DIRECT writes, and the
+ *     request's sandbox.io_write_bps through the agent.
  *   OOM: a memory ceiling's OOM kill names the victim, its size, the limit.
  *   storage: an effect that fills its max_ephemeral_storage (its /tmp
  *     tmpfs) ends with storage_ceiling, its peak reported: launched by the
@@ -176,22 +178,29 @@ static void test_io_buffered_fsync(void **state)
 	assert_clean(f);
 }
 
-/* 32 MiB written and synced here, its pages dropped in the effect, then read. */
-static void test_io_cold_read(void **state)
+/* mib MiB written and synced here: clean, for the effect to drop from the page cache and read. */
+static void put_data(int mib)
 {
-	struct fx *f = *state;
-	struct res *r;
-	double bytes;
 	char buf[65536];
 	int fd, i;
 
 	memset(buf, 7, sizeof(buf));
 	fd = open(data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	assert_true(fd >= 0);
-	for (i = 0; i < 512; i++)
+	for (i = 0; i < mib * 16; i++)
 		assert_int_equal(write(fd, buf, sizeof(buf)), sizeof(buf));
 	assert_int_equal(fsync(fd), 0);
 	close(fd);
+}
+
+/* 32 MiB written and synced here, its pages dropped in the effect, then read. */
+static void test_io_cold_read(void **state)
+{
+	struct fx *f = *state;
+	struct res *r;
+	double bytes;
+
+	put_data(32);
 	r = run_in_io_dir(f, "--", wl("bm-io"), "read", data, truth, NULL);
 	check_completed(f, r);
 	bytes = truth_of("bytes");
@@ -200,6 +209,63 @@ static void test_io_cold_read(void **state)
 		   bytes);
 	assert_between(jnum(r->o, "totals.io_read_bytes"), bytes * 0.98, bytes * 1.1);
 	assert_true(jnum(r->o, "peak.io_read_bytes_per_s") > 0);
+	assert_clean(f);
+}
+
+/*
+ * The same cold read, 32 MiB (16 under emulation) under --io-read-bps 8M
+ * (4M): the reader's own rate held within 10 % of it, by io.max or
+ * blkio.throttle.read_bps_device (enforcement says which).
+ */
+static void test_io_read_ceiling(void **state)
+{
+	struct fx *f = *state;
+	bool vm = getenv("BM_VM");
+	double ceiling = (vm ? 4 : 8) * MIB, rate;
+	struct res *r;
+
+	put_data(vm ? 16 : 32);
+	r = run_in_io_dir(f, "--io-read-bps", vm ? "4M" : "8M", "--", wl("bm-io"), "read", data, truth,
+			  NULL);
+	check_completed(f, r);
+	rate = truth_of("bytes_per_s");
+	integ_note("read ceiling %.0f: held at %.0f B/s by %s; the meter read %.0f of %.0f bytes",
+		   ceiling, rate, jstr(r->o, "enforcement.io_read_bps"),
+		   jnum(r->o, "totals.io_read_bytes"), truth_of("bytes"));
+	assert_int_equal(jint(r->o, "limits.io_read_bps"), (long long)ceiling);
+	assert_non_null(strstr(jstr(r->o, "enforcement.io_read_bps"), "cgroup v"));
+	assert_between(rate, ceiling * 0.9, ceiling * 1.1);
+	assert_between(jnum(r->o, "totals.io_read_bytes"), truth_of("bytes") * 0.98,
+		       truth_of("bytes") * 1.1);
+	assert_clean(f);
+}
+
+/*
+ * 3 MiB of 4 KiB O_DIRECT writes (768: one bio each) under --io-iops 200
+ * (100 under emulation): the writer's own rate of writes held within 10 %
+ * of it, and the meter counts every one.
+ */
+static void test_io_iops_ceiling(void **state)
+{
+	struct fx *f = *state;
+	bool vm = getenv("BM_VM");
+	double ceiling = vm ? 100 : 200, rate, writes, span;
+	struct res *r;
+
+	r = run_in_io_dir(f, "--io-iops", vm ? "100" : "200", "--", wl("bm-io"), "steady", data,
+			  vm ? "2" : "3", truth, "4", NULL);
+	check_completed(f, r);
+	rate = truth_of("writes_per_s");
+	writes = truth_of("writes");
+	span = (truth_of("last_ns") - truth_of("first_ns")) / 1e9;
+	integ_note("iops ceiling %.0f: %.0f writes held at %.1f/s by %s; the meter counted %.0f ops",
+		   ceiling, writes, rate, jstr(r->o, "enforcement.io_iops"),
+		   jnum(r->o, "totals.io_ops"));
+	assert_int_equal(jint(r->o, "limits.io_iops"), (long long)ceiling);
+	assert_non_null(strstr(jstr(r->o, "enforcement.io_iops"), "cgroup v"));
+	assert_between(rate, ceiling * 0.9, ceiling * 1.1);
+	assert_between(jnum(r->o, "totals.io_ops"), writes, writes * 1.05);
+	assert_between(jnum(r->o, "totals.io_ops") / span, ceiling * 0.9, ceiling * 1.15);
 	assert_clean(f);
 }
 
@@ -461,6 +527,40 @@ static void test_io_storage_workspace(void **state)
 	assert_clean(f);
 }
 
+/*
+ * The request's sandbox.io_write_bps, through the agent: 48 MiB (24 under
+ * emulation) of O_DIRECT writes in its working directory under 16Mi (8Mi),
+ * held within 10 % by the mechanism the outcome's enforcement names.
+ */
+static void test_io_agent_write_ceiling(void **state)
+{
+	bool vm = getenv("BM_VM");
+	double ceiling = (vm ? 8 : 16) * MIB, rate;
+	json_t *req, *e = NULL;
+
+	agent_start_cfg("", "max_running: 4\nadmit_cpu_pressure: 100\nadmit_mem_available: 0\n");
+	req = launch_req("wceil", "bm-io", "steady", data, vm ? "24" : "48", truth, NULL);
+	json_array_set_new(json_object_get(req, "argv"), 0, json_string(io_tool()));
+	/* the effect runs as its tenant's uid: it writes its data and truth here */
+	assert_int_equal(chmod(io_dir, 0777), 0);
+	json_object_set_new(req, "cwd", json_string(io_dir));
+	json_object_set_new(req, "sandbox", json_pack("{s:s}", "io_write_bps", vm ? "8Mi" : "16Mi"));
+	assert_int_equal(call("POST", "/v1/effects", req, &e), 201);
+	json_decref(e);
+	e = wait_final("wceil", 60000);
+	rate = truth_of("bytes_per_s");
+	integ_note("agent write ceiling %.0f: %s, held at %.0f B/s by %s", ceiling, jstr(e, "state"),
+		   rate, jstr(e, "outcome.enforcement.io_write_bps"));
+	assert_string_equal(jstr(e, "state"), "succeeded");
+	assert_int_equal(jint(e, "outcome.limits.io_write_bps"), (long long)ceiling);
+	assert_non_null(strstr(jstr(e, "outcome.enforcement.io_write_bps"), "cgroup v"));
+	assert_between(rate, ceiling * 0.9, ceiling * 1.1);
+	assert_between(jnum(e, "outcome.totals.io_write_bytes"), truth_of("bytes"),
+		       truth_of("bytes") * 1.01);
+	json_decref(e);
+	agent_fx_finish(state);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
@@ -468,6 +568,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_io_buffered_fsync, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_cold_read, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_write_ceiling, io_setup, io_teardown),
+		cmocka_unit_test_setup_teardown(test_io_read_ceiling, io_setup, io_teardown),
+		cmocka_unit_test_setup_teardown(test_io_iops_ceiling, io_setup, io_teardown),
+		cmocka_unit_test_setup_teardown(test_io_agent_write_ceiling, agent_setup, agent_teardown),
 		cmocka_unit_test_setup_teardown(test_io_ladder_throttles, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_oom_victim, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_storage_ceiling, agent_setup, agent_teardown),
