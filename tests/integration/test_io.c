@@ -14,6 +14,8 @@
  *     either: the truth is the range); peak over average as the truth's.
  *   buffered + fsync: the page cache dirtied is what was written; the
  *     fsync writes it back from the task itself, which the meter sees.
+ *   buffered + syncfs: the flusher writes it back: the effect's with
+ *     cgroup writeback, else counted unattributed (not the effect's).
  *   cold read: what was read came from the disk (its pages were dropped).
  *   a write ceiling: the rate held within 10 % of it, by io.max or
  *     blkio.throttle (enforcement says which), and the meter still sees
@@ -178,6 +180,41 @@ static void test_io_buffered_fsync(void **state)
 	assert_clean(f);
 }
 
+/*
+ * 32 MiB through the page cache, then syncfs(): the flusher (a kernel
+ * thread) writes it back, not the task. With cgroup writeback (blkcg) its
+ * bios are the effect's; elsewhere the kernel cannot tell whose they are,
+ * and the meter counts them unattributed (meter.io_unattributed_bios, a
+ * count of the node's meter: read before and after), never the effect's.
+ */
+static void test_io_flusher_writeback(void **state)
+{
+	struct fx *f = *state;
+	double before, bytes, written, unattr;
+	struct res *r;
+
+	r = run_in_io_dir(f, "--", "true", NULL);
+	check_completed(f, r);
+	before = jnum(r->o, "meter.io_unattributed_bios");
+	r = run_in_io_dir(f, "--", wl("bm-io"), "buffered", data, "32", truth, "syncfs", NULL);
+	check_completed(f, r);
+	bytes = truth_of("bytes");
+	written = jnum(r->o, "totals.io_write_bytes");
+	unattr = jnum(r->o, "meter.io_unattributed_bios") - before;
+	integ_note("flusher: dirtied %.0f, the effect's writes %.0f of %.0f (%s), %.0f bios unattributed "
+		   "meanwhile", jnum(r->o, "totals.dirtied_bytes"), written, bytes,
+		   jstr(r->o, "meter.io_attribution"), unattr);
+	assert_between(jnum(r->o, "totals.dirtied_bytes"), bytes, bytes * 1.05);
+	if (!strcmp(jstr(r->o, "meter.io_attribution"), "blkcg")) {
+		assert_between(written, bytes * 0.98, bytes * 1.05);
+	} else {
+		/* a bio is at most a few MiB: 32 MiB is several of them, none the effect's */
+		assert_true(written < bytes * 0.1);
+		assert_true(unattr >= bytes / (4 * MIB));
+	}
+	assert_clean(f);
+}
+
 /* mib MiB written and synced here: clean, for the effect to drop from the page cache and read. */
 static void put_data(int mib)
 {
@@ -275,6 +312,7 @@ static void test_io_write_ceiling(void **state)
 	struct fx *f = *state;
 	bool vm = getenv("BM_VM");
 	double ceiling = (vm ? 8 : 16) * MIB, rate, bytes, span;
+	char psi[PATH_MAX + 16];
 	struct res *r;
 
 	r = run_in_io_dir(f, "--io-write-bps", vm ? "8M" : "16M", "--", wl("bm-io"), "steady", data,
@@ -292,6 +330,19 @@ static void test_io_write_ceiling(void **state)
 	/* the meter's rate over the same span: what the throttle let through, when it did */
 	assert_between(jnum(r->o, "totals.io_write_bytes"), bytes, bytes * 1.01);
 	assert_between(jnum(r->o, "totals.io_write_bytes") / span, ceiling * 0.9, ceiling * 1.15);
+	/*
+	 * PSI io, where the effect's cgroup has it: the throttled writer waits
+	 * on its bios (iowait) most of its span, so its some-stall is a good
+	 * part of it
+	 */
+	snprintf(psi, sizeof(psi), "%s/io.pressure", cg_parent);
+	if (access(psi, F_OK)) {
+		assert_true(json_is_null(jget(r->o, "meter.psi_io_some_us")));
+	} else {
+		integ_note("write ceiling: psi io some %.0f us over a span of %.2f s",
+			   jnum(r->o, "meter.psi_io_some_us"), span);
+		assert_true(jnum(r->o, "meter.psi_io_some_us") > span * 1e6 * 0.5);
+	}
 	assert_clean(f);
 }
 
@@ -566,6 +617,7 @@ int main(void)
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_io_dio_bursts, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_buffered_fsync, io_setup, io_teardown),
+		cmocka_unit_test_setup_teardown(test_io_flusher_writeback, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_cold_read, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_write_ceiling, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_read_ceiling, io_setup, io_teardown),

@@ -11,8 +11,9 @@
  *	CLOCK_MONOTONIC (the meter's windows) holds for sure (writes that
  *	began and ended in it: peak_window_lo) or may hold (began or ended
  *	in it: peak_window_hi).
- *   bm-io buffered FILE MIB TRUTH
- *	write MIB MiB through the page cache, then fsync; truth: bytes.
+ *   bm-io buffered FILE MIB TRUTH [syncfs]
+ *	write MIB MiB through the page cache, then fsync (or syncfs: the
+ *	flusher, a kernel thread, writes it back); truth: bytes.
  *   bm-io read FILE TRUTH
  *	drop FILE's pages from the page cache (it is clean: written and
  *	synced before), then read it whole; truth: bytes read, the rate from
@@ -123,7 +124,7 @@ static int dio(const char *file, uint64_t mib, uint64_t burst_ms, uint64_t quiet
 		     (unsigned long long)done, (unsigned long long)peak_lo, (unsigned long long)peak_hi);
 }
 
-static int buffered(const char *file, uint64_t mib, const char *out)
+static int buffered(const char *file, uint64_t mib, bool by_flusher, const char *out)
 {
 	uint64_t i;
 	void *buf = chunk();
@@ -134,8 +135,8 @@ static int buffered(const char *file, uint64_t mib, const char *out)
 	for (i = 0; i < (mib << 20) / CHUNK; i++)
 		if (write(fd, buf, CHUNK) != CHUNK)
 			return fail("write");
-	if (fsync(fd))
-		return fail("fsync");
+	if (by_flusher ? syncfs(fd) : fsync(fd))
+		return fail(by_flusher ? "syncfs" : "fsync");
 	close(fd);
 	free(buf);
 	return truth(out, "bytes %llu\n", (unsigned long long)(mib << 20));
@@ -233,8 +234,9 @@ int main(int argc, char **argv)
 	if (argc == 7 && !strcmp(argv[1], "dio") && wl_parse_u64(argv[3], 1, 1 << 20, &mib) &&
 	    wl_parse_u64(argv[4], 1, WL_MS_MAX, &burst) && wl_parse_u64(argv[5], 0, WL_MS_MAX, &quiet))
 		return dio(argv[2], mib, burst, quiet, argv[6]);
-	if (argc == 5 && !strcmp(argv[1], "buffered") && wl_parse_u64(argv[3], 1, 1 << 20, &mib))
-		return buffered(argv[2], mib, argv[4]);
+	if ((argc == 5 || (argc == 6 && !strcmp(argv[5], "syncfs"))) && !strcmp(argv[1], "buffered") &&
+	    wl_parse_u64(argv[3], 1, 1 << 20, &mib))
+		return buffered(argv[2], mib, argc == 6, argv[4]);
 	if (argc == 4 && !strcmp(argv[1], "read"))
 		return readall(argv[2], argv[3]);
 	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "steady") &&
@@ -245,6 +247,6 @@ int main(int argc, char **argv)
 	    wl_parse_u64(argv[3], 1, 1 << 20, &mib) &&
 	    (argc == 5 || wl_parse_u64(argv[5], 1, 1 << 20, &pace)))
 		return fill(argv[2], mib, pace, argv[4]);
-	return wl_usage("bm-io", "dio FILE MIB BURST_MS QUIET_MS TRUTH | buffered FILE MIB TRUTH | "
+	return wl_usage("bm-io", "dio FILE MIB BURST_MS QUIET_MS TRUTH | buffered FILE MIB TRUTH [syncfs] | "
 			"read FILE TRUTH | steady FILE MIB TRUTH [KIB] | fill DIR MIB TRUTH [MIB_PER_S]");
 }
