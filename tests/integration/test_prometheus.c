@@ -711,14 +711,15 @@ static double sum_of(const char *text, const char *name, const char *needle, con
  * Real I/O in the window histograms: an O_DIRECT writer (bm-io steady,
  * 32 MiB under sandbox.io_write_bps 32Mi, about 1 s) launched through the
  * agent in a directory on a disk; once it is done, /metrics holds windows
- * of it for its tenant: _count > 0, _sum > 0, and windows above 1 MiB/s.
+ * of it for its tenant: _count > 0, _sum > 0, and windows above 1 MiB/s;
+ * the tenant's I/O counter holds the 32 MiB it wrote.
  */
 static void test_prometheus_io_windows(void **state)
 {
 	const char *env = getenv("BM_IO_DIR");
 	char dir[PATH_MAX], file[PATH_MAX + 16], tr[PATH_MAX + 16], id[64], sel[96], *text;
 	const char *fam = "burstmeter_window_io_write_bytes_per_second";
-	double count, sum, low;
+	double count, sum, low, tenant_io;
 	char name[128];
 	struct stat sb;
 	json_t *req, *e = NULL;
@@ -756,8 +757,10 @@ static void test_prometheus_io_windows(void **state)
 	snprintf(name, sizeof(name), "%s_bucket", fam);
 	/* the windows at or below 1 MiB/s (2^20, a bound of the family): the rest wrote */
 	low = sum_of(text, name, sel, "le=\"1048576\"", &k);
-	integ_note("/metrics: %s_count %.0f, _sum %.0f, %.0f windows at or below 2^20 B/s (%d series)",
-		   fam, count, sum, low, n);
+	/* and the tenant's I/O counter: every byte it wrote */
+	tenant_io = sum_of(text, "burstmeter_tenant_io_bytes_total", sel, sel, &k);
+	integ_note("/metrics: %s_count %.0f, _sum %.0f, %.0f windows at or below 2^20 B/s (%d series); "
+		   "tenant_io_bytes_total %.0f", fam, count, sum, low, n, tenant_io);
 	free(text);
 	unlink(file);
 	unlink(tr);
@@ -767,6 +770,7 @@ static void test_prometheus_io_windows(void **state)
 	assert_true(n > 0);
 	assert_int_equal(k, n);	/* a bucket of 2^20 in each series */
 	assert_true(count - low > 0);
+	assert_between(tenant_io, 32 * 1024 * 1024, 33 * 1024 * 1024);
 	agent_finish();
 }
 
