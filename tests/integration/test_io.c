@@ -215,6 +215,22 @@ static void test_io_flusher_writeback(void **state)
 	assert_clean(f);
 }
 
+/*
+ * A ceiling held: o (an outcome) has it as asked in limits.KEY, a
+ * controller's file named in enforcement.KEY, and the workload's own rate
+ * within 10 % of it.
+ */
+static void assert_ceiling_held(json_t *o, const char *key, double ceiling, double rate)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "limits.%s", key);
+	assert_int_equal(jint(o, path), (long long)ceiling);
+	snprintf(path, sizeof(path), "enforcement.%s", key);
+	assert_non_null(strstr(jstr(o, path), "cgroup v"));
+	assert_between(rate, ceiling * 0.9, ceiling * 1.1);
+}
+
 /* mib MiB written and synced here: clean, for the effect to drop from the page cache and read. */
 static void put_data(int mib)
 {
@@ -269,9 +285,7 @@ static void test_io_read_ceiling(void **state)
 	integ_note("read ceiling %.0f: held at %.0f B/s by %s; the meter read %.0f of %.0f bytes",
 		   ceiling, rate, jstr(r->o, "enforcement.io_read_bps"),
 		   jnum(r->o, "totals.io_read_bytes"), truth_of("bytes"));
-	assert_int_equal(jint(r->o, "limits.io_read_bps"), (long long)ceiling);
-	assert_non_null(strstr(jstr(r->o, "enforcement.io_read_bps"), "cgroup v"));
-	assert_between(rate, ceiling * 0.9, ceiling * 1.1);
+	assert_ceiling_held(r->o, "io_read_bps", ceiling, rate);
 	assert_between(jnum(r->o, "totals.io_read_bytes"), truth_of("bytes") * 0.98,
 		       truth_of("bytes") * 1.1);
 	assert_clean(f);
@@ -298,9 +312,7 @@ static void test_io_iops_ceiling(void **state)
 	integ_note("iops ceiling %.0f: %.0f writes held at %.1f/s by %s; the meter counted %.0f ops",
 		   ceiling, writes, rate, jstr(r->o, "enforcement.io_iops"),
 		   jnum(r->o, "totals.io_ops"));
-	assert_int_equal(jint(r->o, "limits.io_iops"), (long long)ceiling);
-	assert_non_null(strstr(jstr(r->o, "enforcement.io_iops"), "cgroup v"));
-	assert_between(rate, ceiling * 0.9, ceiling * 1.1);
+	assert_ceiling_held(r->o, "io_iops", ceiling, rate);
 	assert_between(jnum(r->o, "totals.io_ops"), writes, writes * 1.05);
 	assert_between(jnum(r->o, "totals.io_ops") / span, ceiling * 0.9, ceiling * 1.15);
 	assert_clean(f);
@@ -324,9 +336,7 @@ static void test_io_write_ceiling(void **state)
 	integ_note("write ceiling %.0f: held at %.0f B/s by %s; the meter saw %.0f bytes (%s)", ceiling,
 		   rate, jstr(r->o, "enforcement.io_write_bps"), jnum(r->o, "totals.io_write_bytes"),
 		   jstr(r->o, "meter.io_attribution"));
-	assert_int_equal(jint(r->o, "limits.io_write_bps"), (long long)ceiling);
-	assert_non_null(strstr(jstr(r->o, "enforcement.io_write_bps"), "cgroup v"));
-	assert_between(rate, ceiling * 0.9, ceiling * 1.1);
+	assert_ceiling_held(r->o, "io_write_bps", ceiling, rate);
 	/* the meter's rate over the same span: what the throttle let through, when it did */
 	assert_between(jnum(r->o, "totals.io_write_bytes"), bytes, bytes * 1.01);
 	assert_between(jnum(r->o, "totals.io_write_bytes") / span, ceiling * 0.9, ceiling * 1.15);
@@ -603,9 +613,7 @@ static void test_io_agent_write_ceiling(void **state)
 	integ_note("agent write ceiling %.0f: %s, held at %.0f B/s by %s", ceiling, jstr(e, "state"),
 		   rate, jstr(e, "outcome.enforcement.io_write_bps"));
 	assert_string_equal(jstr(e, "state"), "succeeded");
-	assert_int_equal(jint(e, "outcome.limits.io_write_bps"), (long long)ceiling);
-	assert_non_null(strstr(jstr(e, "outcome.enforcement.io_write_bps"), "cgroup v"));
-	assert_between(rate, ceiling * 0.9, ceiling * 1.1);
+	assert_ceiling_held(jget(e, "outcome"), "io_write_bps", ceiling, rate);
 	assert_between(jnum(e, "outcome.totals.io_write_bytes"), truth_of("bytes"),
 		       truth_of("bytes") * 1.01);
 	json_decref(e);

@@ -187,7 +187,7 @@ void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_op
 	so->sandbox = &e->req.sandbox;
 	/* its tenant's CPU budget, or the node's pressure, may cap it: a controller to do it with */
 	so->cpu_cap = ag_tenant_may_cap(a, e->tenant);
-	/* its /tmp a tmpfs of max_ephemeral_storage (ours, or run's for an attach): full, storage_ceiling */
+	/* its /tmp a tmpfs of max_ephemeral_storage (ours; run's for an attach), its workspace */
 	bm_sup_places(so, &e->req.sandbox, e->req.cwd ? e->req.cwd : "/");
 	so->shared_timers = true;
 	so->timers_moved = ag_timers_moved;
