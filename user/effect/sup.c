@@ -42,8 +42,7 @@ static const int pdim_dim[BM_P__MAX] = {
 #define STORAGE_POLL_NS (20 * BM_NSEC_PER_MSEC)
 /* Its workspace is walked (du) at most this often, and never more than a tenth of the time. */
 #define WS_POLL_NS (100 * BM_NSEC_PER_MSEC)
-#define WS_POLL_SHARE 10
-/* A walk looks at this many entries at most: it runs in the supervisor's loop. */
+/* A walk looks at this many entries at most (on its own thread: a walk costs a CPU). */
 #define WS_MAX_ENTRIES (1U << 20)
 #define TMPFS_MAGIC_ 0x01021994
 
@@ -240,7 +239,11 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 		s->out.storage_mech = o->workspace ? "tmpfs size (ENOSPC) on /tmp + the workspace's growth "
 						     "walked (du): storage_ceiling when together full"
 						   : "tmpfs size (ENOSPC) + meter: storage_ceiling when full";
-	/* what its workspace holds before it runs: what it writes there is the growth */
+	/*
+	 * Its workspace's first walk, begun now, is the base: what it writes
+	 * there from then on is the growth (what it writes while that first
+	 * walk runs, a tree's worth of fstatat, counts as the base).
+	 */
 	ws_walk(s, s->ops->now_ns());
 	s->out.net_source = bm_net_source_name(s->ops->features(l)->net);
 
@@ -500,24 +503,31 @@ static uint64_t advance_phase(struct bm_sup *s, uint64_t now)
 }
 
 /*
- * Its workspace walked (du): the first walk is its base, each later one
- * what it grew by since (net: what it deletes of the base is credited).
- * A walk costs time in the supervisor's loop: the next is no sooner than
- * WS_POLL_SHARE times as long as this one took.
+ * Its workspace walked (du) on a thread of its own (base/du.h): the first
+ * walk is its base, each later one what it grew by since (net: what it
+ * deletes of the base is credited). The loop only reads the last result.
  */
 static void ws_walk(struct bm_sup *s, uint64_t now)
 {
-	uint64_t t0 = bm_now_ns(), bytes, took;
-	int err;
+	uint64_t bytes, walks;
 
-	if (!s->o.workspace || !s->o.limits.storage_bytes || now < s->ws_at)
+	if (!s->o.workspace || !s->o.limits.storage_bytes)
 		return;
-	err = bm_du(s->o.workspace, WS_MAX_ENTRIES, &bytes);
-	took = bm_now_ns() - t0;
-	s->ws_every = took * WS_POLL_SHARE > WS_POLL_NS ? took * WS_POLL_SHARE : WS_POLL_NS;
-	s->ws_at = now + s->ws_every;
-	if (err && err != -E2BIG)
+	if (!s->ws_watch) {
+		if (s->ws_failed)
+			return;
+		s->ws_watch = bm_du_watch_start(s->o.workspace, WS_MAX_ENTRIES, WS_POLL_NS);
+		if (!s->ws_watch) {
+			s->ws_failed = true;
+			bm_warn("cannot watch the workspace of %s (%s): only its /tmp is bounded",
+				s->name, strerror(errno));
+		}
 		return;
+	}
+	walks = bm_du_watch_read(s->ws_watch, &bytes);
+	if (!walks || walks == s->ws_walks)
+		return;
+	s->ws_walks = walks;
 	if (!s->ws_based) {
 		s->ws_base = bytes;
 		s->ws_based = true;
@@ -782,6 +792,8 @@ void bm_sup__finish(struct bm_sup *s)
 	struct bm_meter m;
 	int err;
 
+	bm_du_watch_stop(s->ws_watch);
+	s->ws_watch = NULL;
 	/* it never got as far as a cgroup and a meter: what the caller put in out stands */
 	if (!s->cg || !s->metered) {
 		s->out.sum = NULL;
@@ -804,6 +816,8 @@ void bm_sup__finish(struct bm_sup *s)
 /* Close what a released effect still holds (its cgroup is gone by then). */
 static void close_fds(struct bm_sup *s)
 {
+	bm_du_watch_stop(s->ws_watch);
+	s->ws_watch = NULL;
 	s->metered = false;
 	if (s->child.pidfd >= 0)
 		close(s->child.pidfd);

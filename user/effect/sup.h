@@ -109,10 +109,11 @@ struct bm_sup {
 	bool storage_full;		/* its ephemeral storage filled up: storage_ceiling */
 	uint64_t blkio_twin_id;		/* its v1 blkio twin, told to the meter (0: none) */
 	uint64_t storage_at;		/* the next look at its storage (bm_now_ns()) */
-	uint64_t ws_at, ws_every;	/* the next walk of its workspace, and how often */
+	struct bm_du_watch *ws_watch;	/* its workspace walked, on a thread (base/du.h) */
+	uint64_t ws_walks;		/* the walks of it taken in */
 	uint64_t ws_base, ws_used;	/* what its workspace held at the start; what it grew by */
 	uint64_t tmp_used;		/* what its /tmp held at the last look */
-	bool ws_based;			/* ws_base is known */
+	bool ws_based, ws_failed;	/* ws_base is known; no thread could be made */
 	const char *failed_step;	/* what bm_sup__start() was doing when it failed */
 	char name[3 * BM_NAME_MAX];	/* the cgroup's directory name */
 	struct bm_outcome out;
