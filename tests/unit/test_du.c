@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/du.h"
@@ -80,9 +81,67 @@ static void test_du_counts(void **state)
 	unlink(a);
 }
 
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/*
+ * A watch walks on its own thread: starting it and reading it return at
+ * once however long a walk takes (here a tree of 50,000 files, a walk of
+ * tens of ms), and its walks find what a walk of the caller's own finds.
+ */
+static void test_du_watch_holds_up_nothing(void **state)
+{
+	char d[128], f[160];
+	struct bm_du_watch *w;
+	uint64_t want, got = 0, walks = 0;
+	double t0, slow = 0;
+	int i, fd;
+
+	(void)state;
+	at(d, sizeof(d), "many");
+	assert_int_equal(mkdir(d, 0700), 0);
+	for (i = 0; i < 50000; i++) {
+		snprintf(f, sizeof(f), "%s/%d", d, i);
+		fd = open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		assert_true(fd >= 0 && write(fd, "x", 1) == 1);
+		close(fd);
+	}
+	assert_int_equal(bm_du(d, 1 << 20, &want), 0);
+	t0 = now_ms();
+	w = bm_du_watch_start(d, 1 << 20, 1000000);
+	assert_non_null(w);
+	walks = bm_du_watch_read(w, &got);
+	slow = now_ms() - t0;
+	/* the first walk takes tens of ms: the caller had its answer (none yet) long before */
+	assert_int_equal(walks, 0);
+	for (i = 0; i < 5000 && walks < 2; i++) {
+		t0 = now_ms();
+		walks = bm_du_watch_read(w, &got);
+		slow = now_ms() - t0 > slow ? now_ms() - t0 : slow;
+		usleep(1000);
+	}
+	print_message("# 2 walks of %s seen after %d ms; slowest read %.3f ms\n", d, i, slow);
+	assert_true(walks >= 2);
+	assert_int_equal(got, want);
+	bm_du_watch_stop(w);
+	for (i = 0; i < 50000; i++) {
+		snprintf(f, sizeof(f), "%s/%d", d, i);
+		unlink(f);
+	}
+	rmdir(d);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = { cmocka_unit_test(test_du_counts) };
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_du_counts),
+		cmocka_unit_test(test_du_watch_holds_up_nothing),
+	};
 	const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	int rc;
 
