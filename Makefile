@@ -143,9 +143,11 @@ check: unit-bins check-layers
 	$(Q)$(MAKE) --no-print-directory O=$(O)/san SAN=1 unit-bins
 	$(Q)tests/run.sh $(O) unit san
 
-# calls go down only: no #include or symbol of a higher layer, no cycle between modules
+# calls go down only: no #include or symbol of a higher layer, no cycle between modules;
+# then the checker's self-test (each fault planted must fail it)
 check-layers: $(LIB_OBJS)
 	$(Q)tools/check-layers.py $(O) $(LAYERS)
+	$(Q)tests/unit/check_layers_selftest.py $(O) $(LAYERS)
 
 check-integ: all integ-bins
 	$(Q)tests/run.sh $(O) integration
