@@ -37,7 +37,7 @@ SKELS := $(patsubst %,$(O)/gen/%.skel.h,$(BPF_NAMES))
 # The library's layers, lowest first (docs/DESIGN.md): each may call its own and those
 # before it. One archive each, linked highest first, so a call that goes up does not link;
 # `make check-layers` (part of check and test) names any such call or #include.
-LAYERS := base meter effect agent api views cli
+LAYERS := base meter effect agent views api cli
 layer_objs = $(patsubst user/%.c,$(O)/user/%.o,$(wildcard user/$(1)/*.c))
 LIB_OBJS := $(foreach l,$(LAYERS),$(call layer_objs,$(l)))
 reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
