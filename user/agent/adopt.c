@@ -333,7 +333,7 @@ static void sweep(struct bm_agent *a)
 				!strcmp(file + len, BM_SHIM_PID_SUFFIX ".tmp"));
 		}
 		if (!keep)
-			unlink(file);
+			(void)unlink(file);	/* one left is tried again at the next start */
 	}
 	if (d)
 		closedir(d);
