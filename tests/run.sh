@@ -6,7 +6,8 @@
 #
 # Unit tests need nothing. Integration tests need root and BTF: outside CI
 # they are skipped (exit 77) when either is missing; under CI=true a skip is
-# a failure, in every suite (a test's own cmocka skip too). podspec checks `burstmeter podspec`'s manifests against the
+# a failure, in every suite (a test's own cmocka skip too). podspec checks
+# `burstmeter podspec`'s manifests against the
 # Kubernetes schema (npm, into BUILD_DIR/npm); fuzz is a short run of each
 # libFuzzer target (tests/fuzz/run.sh); harness (tests/harness/run.sh) drives
 # burstmeter mcp under the MCP SDKs, the clients and the example; deploy
@@ -53,7 +54,8 @@ run_dir() {
 		s=$(printf '%s\n' "$out" | grep -c '^not ok .*# SKIP')
 		pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 		if [ "${CI:-}" = true ] && [ "$s" != 0 ]; then
-			echo "  [$label] $(basename "$t"): $s skipped under CI=true: that is a failure" >&2
+			echo "  [$label] $(basename "$t"): $s skipped under CI=true:" \
+				"that is a failure" >&2
 			fail=$((fail + s))
 		fi
 		if [ "$rc" = 77 ]; then

@@ -45,18 +45,18 @@ static void test_adopt_many_and_one_unparsable(void **state)
 {
 	static char log[1 << 20];
 	char id[64], want[256];
-	json_t *e = NULL, *h = NULL;
+	json_t *e = NULL, *h = NULL, *req;
 	int i;
 
 	agent_start();
-	assert_int_equal(call("POST", "/v1/effects", launch_req("r0", "bm-sleeper", "60000", NULL), &e),
-			 201);
+	req = launch_req("r0", "bm-sleeper", "60000", NULL);
+	assert_int_equal(call("POST", "/v1/effects", req, &e), 201);
 	json_decref(e);
 	for (i = 1; i <= QUEUED; i++) {
 		e = NULL;
 		snprintf(id, sizeof(id), "q%d", i);
-		assert_int_equal(call("POST", "/v1/effects", launch_req(id, "bm-sleeper", "10", NULL), &e),
-				 202);
+		req = launch_req(id, "bm-sleeper", "10", NULL);
+		assert_int_equal(call("POST", "/v1/effects", req, &e), 202);
 		assert_string_equal(jstr(e, "state"), "queued");
 		json_decref(e);
 	}

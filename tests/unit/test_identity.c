@@ -112,7 +112,7 @@ static void make_tree(struct tree *t)
 	if (!t->init || !t->leaf_ns) {
 		waitpid(t->outer, &status, 0);
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
-			skip();	/* no pid namespace to be had here: a failure under CI (tests/run.sh) */
+			skip();	/* no pid namespace here: under CI a failure (tests/run.sh) */
 		fail_msg("the tree's processes did not start (exit status %d)", status);
 	}
 }

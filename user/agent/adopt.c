@@ -111,7 +111,8 @@ static void adopt_running(struct bm_agent *a, struct ag_effect *e, const struct 
 
 struct adopt_ctx {
 	struct bm_agent *a;
-	unsigned int n, skipped;	/* adopted; left in the store (their request does not parse) */
+	unsigned int n;		/* adopted */
+	unsigned int skipped;	/* left in the store: their request does not parse */
 };
 
 static int adopt_row(const struct bm_effect_row *row, void *ctx)
@@ -133,7 +134,7 @@ static int adopt_row(const struct bm_effect_row *row, void *ctx)
 	if (bm_request_parse(row->request_json, strlen(row->request_json), &e->req, &errs)) {
 		char *why = errs ? json_dumps(errs, JSON_COMPACT) : NULL;
 
-		/* left in the store as it is and never run (another version's?): said at each start */
+		/* left in the store, never run (another version's?): said at each start */
 		bm_warn("failed to re-adopt %s/%s: its stored request does not parse: %s",
 			row->tenant, row->id, why ? why : "out of memory");
 		free(why);

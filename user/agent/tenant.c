@@ -427,7 +427,8 @@ static double want_cap(const struct bm_agent *a, struct ag_tenant_count *t, int 
 	if (t->pressure) {
 		for (i = 0; i < a->n_tenants; i++)
 			wsum += a->tenants[i].running ? a->tenants[i].bud.cfg.weight : 0;
-		share = node_cpus(a) * BM_BUDGET_CAP * t->bud.cfg.weight / (wsum > 0 ? wsum : 1) / n;
+		share = node_cpus(a) * BM_BUDGET_CAP * t->bud.cfg.weight / (wsum > 0 ? wsum : 1) /
+			n;
 		if (!cap || share < cap) {
 			cap = share;
 			*cause = BM_BUD__MAX;
