@@ -37,7 +37,7 @@ SKELS := $(patsubst %,$(O)/gen/%.skel.h,$(BPF_NAMES))
 # The library's layers, lowest first (docs/DESIGN.md): each may call its own and those
 # before it. One archive each, linked highest first, so a call that goes up does not link;
 # `make check-layers` (part of check and test) names any such call or #include.
-LAYERS := base meter effect agent api views cli
+LAYERS := base meter effect agent views api cli
 layer_objs = $(patsubst user/%.c,$(O)/user/%.o,$(wildcard user/$(1)/*.c))
 LIB_OBJS := $(foreach l,$(LAYERS),$(call layer_objs,$(l)))
 reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
@@ -143,9 +143,11 @@ check: unit-bins check-layers
 	$(Q)$(MAKE) --no-print-directory O=$(O)/san SAN=1 unit-bins
 	$(Q)tests/run.sh $(O) unit san
 
-# calls go down only: no #include or symbol of a higher layer, no cycle between modules
+# calls go down only: no #include or symbol of a higher layer, no cycle between modules;
+# then the checker's self-test (each fault planted must fail it)
 check-layers: $(LIB_OBJS)
 	$(Q)tools/check-layers.py $(O) $(LAYERS)
+	$(Q)tests/unit/check_layers_selftest.py $(O) $(LAYERS)
 
 check-integ: all integ-bins
 	$(Q)tests/run.sh $(O) integration

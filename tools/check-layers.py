@@ -5,7 +5,8 @@
 Usage: tools/check-layers.py BUILD_DIR LAYER...   (the layers lowest first)
 
 Fails, naming each, on:
-  - an #include of a header of a higher layer (user/, tools/ and tests/ sources);
+  - an #include of a header of a higher layer in user/ (tools/ and tests/ sit above every
+    layer: their mains and tests may include any, so they are not checked);
   - a symbol an object uses that a higher layer's object defines (nm of BUILD_DIR/user);
   - a cycle between two modules (x.c with x.h) anywhere in user/, by include or by call.
 """

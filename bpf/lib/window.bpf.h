@@ -6,9 +6,11 @@
  * level updates), and what runs under it calls no helper and no function
  * (6.1 refuses bpf-to-bpf calls under a lock), so it is __always_inline.
  * Outside the lock: bpf_get_smp_processor_id() for the lane, and one loop,
- * bpf_loop() over the windows of a long CPU interval (bm_add_interval()),
- * whose body is the one function that is not inlined: the verifier checks
- * it once, where an unrolled loop multiplied into millions of states.
+ * bpf_loop() over the windows of a long CPU interval (bm_add_interval()).
+ * Two functions are not inlined, so that the verifier checks each once: the
+ * loop's body (bm_split_one(); an unrolled loop multiplied into millions of
+ * states) and bm_open_cur(), a global function that opens a slot of the
+ * current task's meter under its lock (the longest code there is).
  * Flow slots close lazily when a newer window needs them; a level closes
  * the windows since its last event in one bulk add. Windows no event
  * touched are counted by userspace (user/meter/window.c) from the effect's

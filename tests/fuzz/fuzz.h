@@ -3,6 +3,7 @@
 #ifndef BM_FUZZ_H
 #define BM_FUZZ_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,6 +40,30 @@ static inline bool fuzz_one_line(const char *s)
 		if ((unsigned char)*s < 0x20 || *s == 0x7f)
 			return false;
 	return true;
+}
+
+/*
+ * A refusal's list of errors (bm_request_parse() and the parsers on its field helpers): a
+ * non-empty array of {"field", "error"} strings, capped at max + 1 (the last one counting
+ * the rest), that dumps as JSON (json_dumps() fails on invalid UTF-8: every message must
+ * be sendable).
+ */
+static inline void fuzz_check_field_errors(json_t *errs, size_t max)
+{
+	char *text;
+	json_t *e;
+	size_t i;
+
+	CHECK(json_is_array(errs) && json_array_size(errs) > 0, "refused without errors");
+	CHECK(json_array_size(errs) <= max + 1, "error list not capped");
+	json_array_foreach(errs, i, e) {
+		CHECK(json_object_size(e) == 2 && json_is_string(json_object_get(e, "field")) &&
+			      json_is_string(json_object_get(e, "error")),
+		      "malformed error entry %zu", i);
+	}
+	text = json_dumps(errs, JSON_COMPACT);
+	CHECK(text, "error list does not dump");
+	free(text);
 }
 
 #endif /* BM_FUZZ_H */

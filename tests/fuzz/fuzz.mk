@@ -15,7 +15,8 @@ FUZZ_CFLAGS := -g -O1 -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_
 	-fno-omit-frame-pointer $(shell $(PKG_CONFIG) --cflags $(FUZZ_PKGS) 2>/dev/null)
 FUZZ_LIBS := $(shell $(PKG_CONFIG) --libs $(FUZZ_PKGS) 2>/dev/null) -lm
 
-FUZZ_TARGETS := request parse cidr policy config client
+# one target per tests/fuzz/fuzz_TARGET.c (run.sh runs the same list), each with its sources
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 fuzz_src_request := agent/request agent/request_sandbox agent/request_field base/parse base/cidr \
 	effect/sandbox agent/request_intent effect/trace
 fuzz_src_parse := base/parse
@@ -24,6 +25,10 @@ fuzz_src_policy := effect/policy_yaml effect/policy base/yamldoc base/parse
 fuzz_src_config := agent/config agent/budget base/yamldoc base/parse base/cgroup_node \
 	base/mountinfo base/cgroup base/common
 fuzz_src_client := cli/client
+fuzz_src_run_request := agent/run_request agent/podspec agent/request_sandbox agent/request_field \
+	base/k8sname base/parse base/cidr effect/sandbox
+fuzz_src_podstate := agent/podwatch agent/podstate
+fuzz_src_mcp_req := cli/mcp_req $(fuzz_src_request) effect/expect base/common
 FUZZ_BINS := $(patsubst %,$(O)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 
 .PHONY: fuzz fuzz-bins

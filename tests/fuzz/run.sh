@@ -15,7 +15,8 @@ O=${1:?usage: tests/fuzz/run.sh BUILD_DIR short|long [TARGET...]}
 mode=${2:?usage: tests/fuzz/run.sh BUILD_DIR short|long [TARGET...]}
 shift 2
 src=$(dirname "$0")
-targets=${*:-request parse cidr policy config client}
+# every target there is (fuzz.mk builds the same list: one per fuzz_TARGET.c)
+targets=${*:-$(cd "$src" && ls fuzz_*.c | sed 's/^fuzz_\(.*\)\.c$/\1/')}
 case "$mode" in
 short) secs=${FUZZ_SHORT_SECONDS:-10} ;;
 long) secs=${FUZZ_SECONDS:-60} ;;
@@ -26,7 +27,8 @@ esac
 max_len() {
 	case "$1" in
 	parse | cidr) echo 128 ;;
-	request) echo 8192 ;;
+	request | run_request) echo 8192 ;;
+	podstate) echo 16384 ;;	# a watch stream of several pods
 	*) echo 4096 ;;
 	esac
 }

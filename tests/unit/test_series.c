@@ -560,6 +560,13 @@ static void test_series_svg_staggers_close_labels(void **state)
 	bm_series_free(&s);
 }
 
+/* Every write fails as on a full disk: /dev/full's error, on any machine. */
+static ssize_t full_write(void *cookie, const char *buf, size_t len)
+{
+	errno = ENOSPC;
+	return -1;
+}
+
 static void test_series_svg_reports_errors(void **state)
 {
 	struct bm_series s = { .window_ns = W_NS };
@@ -569,9 +576,8 @@ static void test_series_svg_reports_errors(void **state)
 
 	assert_int_equal(bm_timeline_svg(NULL, &t), -EINVAL);
 	assert_int_equal(bm_timeline_svg(stdout, NULL), -EINVAL);
-	f = fopen("/dev/full", "w");
-	if (!f)
-		skip();
+	f = fopencookie(NULL, "w", (cookie_io_functions_t){ .write = full_write });
+	assert_non_null(f);
 	for (i = 0; i < 100; i++)
 		push(&s, 1, MIB, 1, 0, 0);
 	assert_int_equal(bm_timeline_svg(f, &t), -ENOSPC);

@@ -32,11 +32,16 @@
 #include "effect/policy_yaml.h"
 #include "effect/trace.h"
 
-static int grow(struct bm_agent *a)
+int ag_eff_room(struct bm_agent *a)
 {
 	unsigned int cap = a->cap_eff ? 2 * a->cap_eff : 64;
-	struct ag_effect **p = realloc(a->eff, cap * sizeof(*p));
+	struct ag_effect **p;
 
+	if (a->n_eff < a->cap_eff)
+		return 0;
+	if (cap <= a->cap_eff)
+		return -ENOMEM;
+	p = realloc(a->eff, (size_t)cap * sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	a->eff = p;
@@ -467,7 +472,7 @@ int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, ui
 	if (e && pod)
 		e->pod = malloc(sizeof(*e->pod));
 	if (!e || !row.request_json || (pod && (!row.pod_json || !e->pod)) ||
-	    (a->n_eff == a->cap_eff && grow(a)) || ag_index_reserve(a)) {
+	    ag_eff_room(a) || ag_index_reserve(a)) {
 		if (e)
 			free(e->pod);
 		free(e);

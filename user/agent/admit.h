@@ -26,6 +26,8 @@
 int ag_submit(struct bm_agent *a, struct bm_request *req, const char *tenant, uid_t uid, gid_t gid,
 	      pid_t caller, const char *parent, const struct ag_pod *pod, struct ag_effect **out,
 	      unsigned int *retry_after_s, const char **budget);
+/* Room in a->eff for one more effect (doubled when full): 0 or -ENOMEM. */
+int ag_eff_room(struct bm_agent *a);
 /* A stored pod (the store's JSON) back: 0 and *out (owned), or -EINVAL. */
 int ag_pod_from_json(const char *text, struct ag_pod **out);
 /* An effect that never started ends: an outcome with reason (and advice), stored, freed. */

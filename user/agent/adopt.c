@@ -111,7 +111,8 @@ static void adopt_running(struct bm_agent *a, struct ag_effect *e, const struct 
 
 struct adopt_ctx {
 	struct bm_agent *a;
-	unsigned int n;
+	unsigned int n;		/* adopted */
+	unsigned int skipped;	/* left in the store: their request does not parse */
 };
 
 static int adopt_row(const struct bm_effect_row *row, void *ctx)
@@ -121,16 +122,25 @@ static int adopt_row(const struct bm_effect_row *row, void *ctx)
 	struct ag_effect *e;
 	json_t *errs = NULL;
 
-	if (bm_state_final(row->state) || a->n_eff >= a->cap_eff)
+	if (bm_state_final(row->state))
 		return 0;
+	if (ag_eff_room(a))
+		return -ENOMEM;
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
 	bm_sup__init(&e->sup);
 	e->shim.pidfd = -1;
 	if (bm_request_parse(row->request_json, strlen(row->request_json), &e->req, &errs)) {
+		char *why = errs ? json_dumps(errs, JSON_COMPACT) : NULL;
+
+		/* left in the store, never run (another version's?): said at each start */
+		bm_warn("failed to re-adopt %s/%s: its stored request does not parse: %s",
+			row->tenant, row->id, why ? why : "out of memory");
+		free(why);
 		json_decref(errs);
 		free(e);
+		c->skipped++;
 		return 0;
 	}
 	snprintf(e->tenant, sizeof(e->tenant), "%s", row->tenant);
@@ -324,7 +334,7 @@ static void sweep(struct bm_agent *a)
 				!strcmp(file + len, BM_SHIM_PID_SUFFIX ".tmp"));
 		}
 		if (!keep)
-			unlink(file);
+			(void)unlink(file);	/* one left is tried again at the next start */
 	}
 	if (d)
 		closedir(d);
@@ -336,17 +346,10 @@ void ag_adopt(struct bm_agent *a)
 {
 	static const enum bm_state live[] = { BM_ST_QUEUED, BM_ST_RUNNING, BM_ST_THROTTLED,
 					      BM_ST_FROZEN };
-	struct adopt_ctx c = { a, 0 };
-	struct ag_effect **p;
+	struct adopt_ctx c = { a, 0, 0 };
 	unsigned int i;
 	int err;
 
-	/* room for every effect an earlier agent may have left */
-	p = realloc(a->eff, 65536 * sizeof(*p));
-	if (!p)
-		return;
-	a->eff = p;
-	a->cap_eff = 65536;
 	/* by state, through the state index: however many have ended, no live one is missed */
 	for (i = 0; i < BM_ARRAY_SIZE(live); i++) {
 		err = bm_store__list(a->store, NULL, live[i], UINT_MAX, adopt_row, &c);
@@ -357,5 +360,8 @@ void ag_adopt(struct bm_agent *a)
 	settle(a);
 	if (c.n)
 		bm_info("re-adopted %u effects (%u queued)", c.n, a->queue.n);
+	if (c.skipped)
+		bm_warn("%u stored effects were not re-adopted: their requests do not parse",
+			c.skipped);
 	sweep(a);
 }

@@ -188,10 +188,32 @@ static int ns_pids(pid_t pid, pid_t *nspid, int max)
 	return n;
 }
 
+#define PID_MAX_LIMIT 4194304	/* the kernel's on 64-bit: no tree holds more processes */
+
+/* Append pid to the walk's queue, grown as needed; -ENOMEM, or -E2BIG past PID_MAX_LIMIT. */
+static int walk_push(pid_t **q, size_t *len, size_t *cap, pid_t pid)
+{
+	if (*len == *cap) {
+		size_t n = *cap ? *cap * 2 : 256;
+		pid_t *p;
+
+		if (*cap >= PID_MAX_LIMIT)
+			return -E2BIG;
+		p = realloc(*q, n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		*q = p;
+		*cap = n;
+	}
+	(*q)[(*len)++] = pid;
+	return 0;
+}
+
 int ag_caller_pid(pid_t caller, pid_t pid, pid_t *out)
 {
-	pid_t seen[256], ns[32];
-	int level, head = 0, tail = 0, n;
+	pid_t *seen = NULL, ns[32];
+	size_t head = 0, tail = 0, cap = 0;
+	int level, n, err;
 
 	n = ns_pids(caller, ns, 32);
 	if (n <= 0)
@@ -202,37 +224,43 @@ int ag_caller_pid(pid_t caller, pid_t pid, pid_t *out)
 	}
 	level = n - 1;
 	/* breadth first through the caller's descendants, as their children files list them */
-	seen[tail++] = caller;
-	while (head < tail) {
-		char path[96], buf[4096], *p, *end;
+	err = walk_push(&seen, &tail, &cap, caller);
+	while (!err && head < tail) {
+		char path[96];
 		pid_t at = seen[head++];
 		DIR *d;
 		struct dirent *de;
 
 		snprintf(path, sizeof(path), "/proc/%d/task", (int)at);
 		d = opendir(path);
-		while (d && (de = readdir(d))) {
+		while (!err && d && (de = readdir(d))) {
+			FILE *f;
+			long c;
+
 			if (de->d_name[0] == '.' ||
 			    snprintf(path, sizeof(path), "/proc/%d/task/%s/children", (int)at, de->d_name) >=
-				    (int)sizeof(path) ||
-			    bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+				    (int)sizeof(path))
 				continue;
-			for (p = buf;; p = end) {
-				long c = strtol(p, &end, 10);
-
-				if (end == p || c <= 0)
-					break;
+			f = fopen(path, "re");	/* a stream: a children file has no size limit */
+			while (f && !err && fscanf(f, "%ld", &c) == 1 && c > 0) {
 				if (ns_pids((pid_t)c, ns, 32) > level && ns[level] == pid) {
-					closedir(d);
 					*out = (pid_t)c;
-					return 0;
+					err = 1;
+				} else {
+					err = walk_push(&seen, &tail, &cap, (pid_t)c);
 				}
-				if (tail < (int)(sizeof(seen) / sizeof(seen[0])))
-					seen[tail++] = (pid_t)c;
 			}
+			if (f)
+				fclose(f);
 		}
 		if (d)
 			closedir(d);
 	}
-	return -ESRCH;
+	free(seen);
+	if (err == 1)
+		return 0;
+	if (err)
+		bm_warn("failed to find pid %d among the descendants of %d (stopped at %zu): %s",
+			(int)pid, (int)caller, tail, strerror(-err));
+	return err ? err : -ESRCH;
 }

@@ -30,22 +30,6 @@ static const char *const top_keys[] = {
 	"window_ms", "sandbox", "expect", "tool", "traceparent", NULL,
 };
 
-static long long int_field(struct bm_req_errs *e, json_t *obj, const char *key, long long min,
-			   long long max, long long def)
-{
-	json_t *v = json_object_get(obj, key);
-	long long n;
-
-	if (!v)
-		return def;
-	n = json_integer_value(v);	/* 0 if not an integer */
-	if (!json_is_integer(v) || n < min || n > max) {
-		bm_req_error(e, key, "must be an integer %lld..%lld", min, max);
-		return def;
-	}
-	return n;
-}
-
 /* id (required) and tenant (optional): names that become path components and keys. */
 static void name_field(struct bm_req_errs *e, json_t *root, const char *key, bool required,
 		       char *out)
@@ -118,7 +102,7 @@ static void parse_mode(struct bm_req_errs *e, json_t *root, struct bm_request *r
 		bm_req_error(e, "mode", "\"%.*s\": expected \"launch\" or \"attach\"",
 			     bm_req_quote_len(s, BM_REQ_QUOTE_MAX), s);
 	if (pid)
-		r->attach_pid = (pid_t)int_field(e, root, "pid", 1, PID_MAX, 0);
+		r->attach_pid = (pid_t)bm_req_int(e, root, "pid", 1, PID_MAX, 0);
 	if (argv)
 		parse_argv(e, argv, r);
 	/* with an unknown mode, which of pid/argv belongs is unknown: checked alone */
@@ -265,14 +249,14 @@ static void parse_root(struct bm_req_errs *e, json_t *root, struct bm_request *r
 	v = json_object_get(root, "cwd");
 	if (v)
 		parse_cwd(e, v, r);
-	r->priority = (int)int_field(e, root, "priority", 1, 10, 5);
+	r->priority = (int)bm_req_int(e, root, "priority", 1, 10, 5);
 	r->labels = json_object();
 	if (!r->labels)
 		e->oom = true;
 	v = json_object_get(root, "labels");
 	if (v && r->labels)
 		parse_labels(e, v, r);
-	r->window_ns = (uint64_t)int_field(e, root, "window_ms", 1, 1000, 10) * BM_NSEC_PER_MSEC;
+	r->window_ns = (uint64_t)bm_req_int(e, root, "window_ms", 1, 1000, 10) * BM_NSEC_PER_MSEC;
 	bm_sandbox_parse(e, json_object_get(root, "sandbox"), &r->sandbox);
 	/* after the sandbox: a declaration is held against its limits */
 	bm_expect_parse(e, json_object_get(root, "expect"), &r->sandbox, &r->expect);

@@ -244,9 +244,10 @@ void bm_spawner__ready_main(int sock)
 	ppid = getppid();
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != ppid)
 		_exit(1);
-	signal(SIGCHLD, SIG_DFL);
+	/* the spawner's dispositions and mask back to the defaults: these cannot fail */
+	(void)signal(SIGCHLD, SIG_DFL);
 	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 	warm = bm_effect_warm(&w);
 	if (warm == 0) {
 		close(sock);
@@ -523,19 +524,21 @@ static void __attribute__((noreturn)) serve(int sock, pid_t agent, const char *e
 	sigset_t mask;
 	ssize_t n;
 
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* it must not outlive the agent */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		_exit(1);
 	if (getppid() != agent)
 		_exit(0);
-	prctl(PR_SET_NAME, "bm-spawner");
-	/* Ctrl-C on the agent's terminal is for the agent */
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGPIPE, SIG_IGN);
+	(void)prctl(PR_SET_NAME, "bm-spawner");	/* a name for ps: nothing depends on it */
+	/* Ctrl-C on the agent's terminal is for the agent; valid signals: these cannot fail */
+	(void)signal(SIGINT, SIG_IGN);
+	(void)signal(SIGTERM, SIG_IGN);
+	(void)signal(SIGHUP, SIG_IGN);
+	(void)signal(SIGPIPE, SIG_IGN);
 	close_all_but(sock);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	(void)sigprocmask(SIG_BLOCK, &mask, NULL);	/* cannot fail: a valid how and set */
 	sp.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sp.sigfd < 0)
 		_exit(1);

@@ -177,6 +177,8 @@ struct ag_pressure {
 	double cpu_now;			/* the same over the last second, from its total */
 	uint64_t cpu_total_us, cpu_total_ns;	/* the last look at total= and when */
 	uint64_t mem_available;		/* MemAvailable, bytes (0: unknown) */
+	unsigned int node_cpus;		/* online CPUs (0: not read yet) */
+	double node_mem_gib;		/* MemTotal, GiB (0: unknown) */
 	uint64_t read_ns;
 	bool over_cpu, over_mem;	/* beyond admit_cpu_pressure, below admit_mem_available */
 	uint64_t since_ns;		/* over since (0: not over) */

@@ -162,27 +162,19 @@ void ag_tenant_release(struct bm_agent *a, struct ag_effect *e)
 
 /* ---------------------------------------------------------------- the node */
 
-static unsigned int node_cpus(void)
+/*
+ * The node's size, as the last look at its pressure found it (CPUs and memory
+ * may be hotplugged). Every path here looks at the pressure first: the
+ * scheduler through ag_node_room(), the tick, ag_tenant_json(); 1 before.
+ */
+static unsigned int node_cpus(const struct bm_agent *a)
 {
-	static unsigned int n;
-
-	if (!n) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-
-		n = c > 0 ? (unsigned int)c : 1;
-	}
-	return n;
+	return a->pressure.node_cpus ? a->pressure.node_cpus : 1;
 }
 
-static double node_mem_gib(void)
+static double node_mem_gib(const struct bm_agent *a)
 {
-	static double gib;
-	char buf[4096], *p;
-
-	if (!gib && bm_read_file(AT_FDCWD, "/proc/meminfo", buf, sizeof(buf)) > 0 &&
-	    (p = strstr(buf, "MemTotal:")))
-		gib = (double)strtoull(p + 9, NULL, 10) * 1024 / GIB;
-	return gib > 0 ? gib : 1;
+	return a->pressure.node_mem_gib > 0 ? a->pressure.node_mem_gib : 1;
 }
 
 /* PSI cpu some (avg10, and over the last second from total=), MemAvailable; their bounds. */
@@ -191,6 +183,7 @@ static void pressure_read(struct bm_agent *a, uint64_t now)
 	struct ag_pressure *p = &a->pressure;
 	char buf[4096], *s;
 	unsigned long long total;
+	long ncpu;
 
 	p->read_ns = now;
 	if (bm_read_file(AT_FDCWD, a->cfg.admit_cpu_pressure_file, buf, sizeof(buf)) > 0) {
@@ -212,10 +205,15 @@ static void pressure_read(struct bm_agent *a, uint64_t now)
 			}
 		}
 	}
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	p->node_cpus = ncpu > 0 ? (unsigned int)ncpu : 1;
 	p->mem_available = 0;
-	if (bm_read_file(AT_FDCWD, "/proc/meminfo", buf, sizeof(buf)) > 0 &&
-	    (s = strstr(buf, "MemAvailable:")))
-		p->mem_available = strtoull(s + 13, NULL, 10) * 1024;
+	if (bm_read_file(AT_FDCWD, "/proc/meminfo", buf, sizeof(buf)) > 0) {
+		if ((s = strstr(buf, "MemAvailable:")))
+			p->mem_available = strtoull(s + 13, NULL, 10) * 1024;
+		if ((s = strstr(buf, "MemTotal:")))
+			p->node_mem_gib = (double)strtoull(s + 9, NULL, 10) * 1024 / GIB;
+	}
 	p->over_cpu = p->cpu_avg10 > a->cfg.admit_cpu_pressure;
 	p->over_mem = p->mem_available && p->mem_available < a->cfg.admit_mem_available;
 }
@@ -429,7 +427,8 @@ static double want_cap(const struct bm_agent *a, struct ag_tenant_count *t, int 
 	if (t->pressure) {
 		for (i = 0; i < a->n_tenants; i++)
 			wsum += a->tenants[i].running ? a->tenants[i].bud.cfg.weight : 0;
-		share = node_cpus() * BM_BUDGET_CAP * t->bud.cfg.weight / (wsum > 0 ? wsum : 1) / n;
+		share = node_cpus(a) * BM_BUDGET_CAP * t->bud.cfg.weight / (wsum > 0 ? wsum : 1) /
+			n;
 		if (!cap || share < cap) {
 			cap = share;
 			*cause = BM_BUD__MAX;
@@ -599,8 +598,8 @@ void ag_tenant_fair(const struct bm_agent *a, struct ag_tenant_count *t, uint64_
 
 	bm_budget_advance(&t->bud, now);
 	/* its dominant share: node-seconds of CPU or of memory, whichever it used more of */
-	cpu = t->bud.slow[BM_BUD_CPU] / node_cpus();
-	mem = t->bud.slow[BM_BUD_MEM] / node_mem_gib();
+	cpu = t->bud.slow[BM_BUD_CPU] / node_cpus(a);
+	mem = t->bud.slow[BM_BUD_MEM] / node_mem_gib(a);
 	out->usage = cpu > mem ? cpu : mem;
 	out->weight = t->bud.cfg.weight;
 	out->running = t->running;
@@ -631,6 +630,8 @@ json_t *ag_tenant_json(struct bm_agent *a, const char *name)
 			       a->cfg.fair_half_life_ns, now);
 		t = &fresh;
 	}
+	if (!a->pressure.read_ns)
+		pressure_read(a, now);	/* the node's size, before the first tick */
 	ag_tenant_fair(a, t, now, &f);
 	buds = json_object();
 	for (d = 0; d < BM_BUD__MAX; d++) {

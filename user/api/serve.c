@@ -174,7 +174,7 @@ static int listen_unix(const char *path, mode_t mode)
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || chmod(path, mode) < 0 || listen(fd, 128) < 0) {
 		err = -errno;
 		close(fd);
-		unlink(path);
+		(void)unlink(path);	/* ours if bind made it; the error above is what is said */
 		return err;
 	}
 	return fd;
@@ -197,7 +197,8 @@ static int listen_tcp(const char *hostport)
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* without it a restart within TIME_WAIT fails to bind, and says so below */
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 64) < 0) {
 		err = -errno;
 		close(fd);

@@ -199,7 +199,7 @@ struct bm_cgroup *bm_cgroup__create(const char *parent_dir, const char *name)
 	return cg;
 
 err_rmdir:
-	rmdir(cg->path);
+	(void)rmdir(cg->path);	/* empty, just made: what failed before is the error */
 err_free:
 	bm_cgroup__free(cg);
 	errno = -err;

@@ -173,8 +173,8 @@ static void reap_init(pid_t init)
 	}
 	if (init > 0) {
 		/* ours, and past its time: whatever it still waits for is in the killed cgroup */
-		kill(init, SIGKILL);
-		waitpid(init, NULL, 0);
+		(void)kill(init, SIGKILL);	/* ours: it cannot fail */
+		(void)waitpid(init, NULL, 0);
 	}
 }
 

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Re-adoption of what an agent killed -9 left in its store: more effects
+ * than the agent's first table holds (64) all come back, queued as they
+ * were; one whose stored request this agent cannot parse (as a newer
+ * agent's could be) is left in the store, named in the log, and counted.
+ */
+#include <sqlite3.h>
+
+#include "runner.h"
+#include "agent_fx.h"
+#include "base/common.h"
+
+#define QUEUED 99
+#define BAD "q50"
+
+static int setup_a(void **state)
+{
+	return agent_fx_setup(state, "adopt", "bmit-adopt");
+}
+
+static void agent_start(void)
+{
+	agent_start_cfg("", "max_running: 1\nmax_queued: 200\ntenant_max_running: 100\n"
+			"admit_cpu_pressure: 100\nadmit_mem_available: 0\n"
+			"tenants:\n  - { uid: 0, tenant: %s }\n", token);
+}
+
+/* The stored request of BAD made one this agent refuses (a priority out of 1..10). */
+static void spoil_request(void)
+{
+	char db[PATH_MAX + 32], *err = NULL;
+	sqlite3 *s = NULL;
+
+	snprintf(db, sizeof(db), "%s/state.db", ag.state);
+	assert_int_equal(sqlite3_open_v2(db, &s, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	if (sqlite3_exec(s, "UPDATE effects SET request = json_set(request, '$.priority', 99)"
+			 " WHERE id = '" BAD "'", NULL, NULL, &err) != SQLITE_OK)
+		fail_msg("%s: %s", db, err ? err : sqlite3_errmsg(s));
+	assert_int_equal(sqlite3_changes(s), 1);
+	assert_int_equal(sqlite3_close(s), SQLITE_OK);
+}
+
+static void test_adopt_many_and_one_unparsable(void **state)
+{
+	static char log[1 << 20];
+	char id[64], want[256];
+	json_t *e = NULL, *h = NULL, *req;
+	int i;
+
+	agent_start();
+	req = launch_req("r0", "bm-sleeper", "60000", NULL);
+	assert_int_equal(call("POST", "/v1/effects", req, &e), 201);
+	json_decref(e);
+	for (i = 1; i <= QUEUED; i++) {
+		e = NULL;
+		snprintf(id, sizeof(id), "q%d", i);
+		req = launch_req(id, "bm-sleeper", "10", NULL);
+		assert_int_equal(call("POST", "/v1/effects", req, &e), 202);
+		assert_string_equal(jstr(e, "state"), "queued");
+		json_decref(e);
+	}
+	assert_true(WIFSIGNALED(agent_stop(SIGKILL)));
+	spoil_request();
+	agent_start();
+	assert_int_equal(call("GET", "/v1/healthz", NULL, &h), 200);
+	assert_true(jget(h, "adopted") == json_true());
+	json_decref(h);
+
+	assert_true(bm_read_file(AT_FDCWD, ag.log, log, sizeof(log)) > 0);
+	snprintf(want, sizeof(want), "failed to re-adopt %s/" BAD ": its stored request does not "
+		 "parse: [{\"field\":\"priority\"", token);
+	if (!strstr(log, want) || !strstr(log, "1 stored effects were not re-adopted") ||
+	    !strstr(log, "re-adopted 99 effects (98 queued)"))
+		fail_msg("the agent's log does not say what it adopted and what not:\n%s", log);
+	integ_note("%.*s", (int)strcspn(strstr(log, want), "\n"), strstr(log, want));
+
+	/* every other one is back as it was, queued behind r0, and goes when cancelled */
+	for (i = 1; i <= QUEUED; i++) {
+		if (i == 50)
+			continue;
+		e = NULL;
+		snprintf(id, sizeof(id), "/v1/effects/q%d", i);
+		assert_int_equal(call("GET", id, NULL, &e), 200);
+		assert_string_equal(jstr(e, "state"), "queued");
+		json_decref(e);
+		e = NULL;
+		snprintf(id, sizeof(id), "/v1/effects/q%d/cancel", i);
+		assert_int_equal(call("POST", id, NULL, &e), 202);
+		json_decref(e);
+	}
+	e = NULL;
+	assert_int_equal(call("POST", "/v1/effects/r0/cancel", NULL, &e), 202);
+	json_decref(e);
+	e = wait_final("r0", 10000);
+	assert_string_equal(jstr(e, "state"), "cancelled");
+	json_decref(e);
+	e = wait_final("q1", 10000);
+	assert_string_equal(jstr(e, "state"), "cancelled");
+	json_decref(e);
+	agent_fx_finish(state);
+}
+
+int main(void)
+{
+	struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_adopt_many_and_one_unparsable, setup_a,
+						agent_fx_teardown),
+	};
+	size_t n;
+	int rc = runner_init("test_adopt");
+
+	if (rc)
+		return rc;
+	n = integ_filter(tests, sizeof(tests) / sizeof(tests[0]));
+	return _cmocka_run_group_tests("adopt", tests, n, NULL, NULL);
+}
