@@ -118,7 +118,7 @@ for (const era of ['legacy', 'modern']) {
 		const sc = r.structuredContent;
 		assert.equal(r.isError, true);
 		assert.equal(sc.reason, 'memory_ceiling');
-		assert.match(r.content[0].text, /^killed: memory_ceiling at 128 MiB after \d+\.\d+ s; retry with a smaller working set or limits\.memory >= 192M;/);
+		assert.match(r.content[0].text, /^killed: memory_ceiling at 128 MiB after \d+\.\d+ s; retry with a smaller working set or limits\.memory >= 192Mi;/);
 		assert.match(r.content[0].text, /beyond what was expected: memory_bytes/);
 		assert.equal(sc.retry.eligible, false);
 		assert.equal(sc.expectations.memory_bytes.exceeded, true);

@@ -62,7 +62,7 @@ static void test_mcp_summary_reasons(void **state)
 	expect_summary(outcome("memory_ceiling", "kernel", 3.1, json_pack("{s:n, s:i}", "code", "signal", 9), lim,
 			       513 * MIB, 1, "memory reached 513 MiB against a 512 MiB ceiling"), NULL,
 		       "killed: memory_ceiling at 512 MiB after 3.10 s; retry with a smaller working set or "
-		       "limits.memory >= 768M; peak cpu 0.50 cores, mem 513 MiB, 1 tasks");
+		       "limits.memory >= 768Mi; peak cpu 0.50 cores, mem 513 MiB, 1 tasks");
 	lim = json_pack("{s:n, s:n, s:i, s:n}", "cpu_cores", "memory_bytes", "pids", 8, "timeout_seconds");
 	expect_summary(outcome("pids_ceiling", "kernel", 0.42, json_pack("{s:n, s:i}", "code", "signal", 9), lim,
 			       4 * MIB, 8, "it tried to run more than 8 tasks; raise --pids or reduce parallelism; "

@@ -213,10 +213,11 @@ static void more_memory(double have, char *buf, size_t len)
 {
 	double want = up(have * 1.5 / (64 * MIB)) * 64;
 
+	/* in the request's units: Kubernetes quantities, where "M" is 10^6 */
 	if (want >= 1024)
-		snprintf(buf, len, "%.0fG", up(want / 1024));
+		snprintf(buf, len, "%.0fGi", up(want / 1024));
 	else
-		snprintf(buf, len, "%.0fM", want);
+		snprintf(buf, len, "%.0fMi", want);
 }
 
 static void peaks(struct line *l, const json_t *o)
