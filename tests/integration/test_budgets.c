@@ -4,7 +4,9 @@
  * fair.c): a tenant over its CPU budget gets 429 with Retry-After and the
  * budget named, its running effect is held to a cap by the kernel and its
  * queued call waits while another tenant's starts; a sleeping effect's
- * memory is charged all the same; launches go by their own bucket; one
+ * memory is charged all the same; bytes sent on loopback and written with
+ * O_DIRECT are charged to their budgets to the byte, and refuse the same
+ * way; launches go by their own bucket; one
  * tenant cannot fill the queue; a quiet tenant starts before a busy one;
  * the node's pressure is attributed to its top contributor, which alone is
  * throttled and held; GET /v1/tenants/self and /metrics show it all. And
@@ -13,6 +15,8 @@
  * Root names the tenant of each request ("tenant" in the body, ?tenant=
  * in a GET); every tenant carries the run's token.
  */
+#include <sys/sysmacros.h>
+
 #include "runner.h"
 #include "agent_fx.h"
 #include "prom_fx.h"
@@ -397,6 +401,151 @@ static void test_budgets_sleeping_memory_is_charged(void **state)
 }
 
 /*
+ * A flow budget that caps nothing: tenant "flow" has 4 MiB of burst at
+ * 1 MiB/s of budget (name); its one effect (wl_name and args) moves 16 MiB
+ * and ends, leaving the bucket in debt by what it moved beyond the burst.
+ * The bucket was charged, window by window, what the outcome says the
+ * effect moved (outcome_keys, summed), to the byte; the next POST is 429
+ * naming the budget, and its Retry-After is the debt and the margin (a
+ * quarter of the burst) at the rate, less what refilled since the bucket
+ * began; another tenant's call starts. Returns the bytes moved.
+ */
+static double flow_over_budget(const char *name, const char *metric_name,
+			       const char *const outcome_keys[], const char *wl_name, ...)
+{
+	const double burst = 4 * MIB, rate = MIB;
+	json_t *req, *o = NULL, *e = NULL, *s = NULL;
+	double moved = 0, left_s;
+	unsigned int retry = 0, i;
+	char extra[512], path[64], *m;
+	uint64_t t0;
+	va_list ap;
+	int t;
+
+	snprintf(extra, sizeof(extra), "budgets:\n  tenants:\n    - tenant: %s\n"
+		 "      %s: { rate: 1Mi, burst: 4Mi }\n", tn("flow"), name);
+	agent_start(4, 16, extra);
+	t0 = now_ns();
+	va_start(ap, wl_name);
+	req = vlaunch_req("f1", wl_name, ap);
+	va_end(ap);
+	json_object_set_new(req, "tenant", json_string(tn("flow")));
+	assert_int_equal(call("POST", "/v1/effects", req, &o), 201);
+	json_decref(o);
+	o = wait_final_as(tn("flow"), "f1", 60000);
+	assert_string_equal(jstr(o, "state"), "succeeded");
+	for (i = 0; outcome_keys[i]; i++) {
+		snprintf(path, sizeof(path), "outcome.totals.%s", outcome_keys[i]);
+		moved += jnum(o, path);
+	}
+	json_decref(o);
+	/* its last windows are charged at its end: by the next tick at the latest */
+	snprintf(path, sizeof(path), "budgets.%s.exhausted", name);
+	for (t = 0; t < 2000 && !(s && jtrue(s, path)); t += 20) {
+		json_decref(s);
+		if (t)
+			usleep(20000);
+		s = self_of("flow");
+	}
+	snprintf(path, sizeof(path), "budgets.%s.used", name);
+	integ_note("%s: the outcome says %.0f bytes, the bucket was charged %.0f", name, moved,
+		   jnum(s, path));
+	assert_true(moved >= 16 * MIB);
+	assert_true(jnum(s, path) == moved);
+	snprintf(path, sizeof(path), "budgets.%s.exhausted", name);
+	assert_true(jtrue(s, path));
+	assert_string_equal(jstr(s, "held_by"), name);
+	/* no CPU cap for bytes: its queue waits, its POSTs are refused */
+	assert_true(jnum(s, "cap_cores") == 0);
+	json_decref(s);
+
+	assert_int_equal(post("flow", "f2", &e, &retry, "bm-sleeper", "10", NULL), 429);
+	left_s = (double)(now_ns() - t0) / 1e9;
+	integ_note("429: %s (Retry-After %u, %.2f s after the bucket began)", jstr(e, "error"), retry,
+		   left_s);
+	assert_string_equal(jstr(e, "budget"), name);
+	assert_non_null(strstr(jstr(e, "error"), name));
+	assert_int_equal(jint(e, "retry_after_s"), retry);
+	/* nothing of it runs: (margin + debt) / rate, the debt less at most left_s of refill */
+	assert_true(retry <= ceil((burst / 4 + moved - burst) / rate));
+	assert_true(retry >= floor((burst / 4 + moved - burst) / rate - left_s));
+	json_decref(e);
+	assert_int_equal(post("calm", "c1", NULL, NULL, "bm-sleeper", "10", NULL), 201);
+	json_decref(wait_final_as(tn("calm"), "c1", 10000));
+
+	m = scrape();
+	assert_true(metric(m, metric_name, lab("flow", NULL)) == moved);
+	snprintf(extra, sizeof(extra), "budget=\"%s\"", name);
+	assert_true(metric(m, "burstmeter_tenant_budget_exhausted", lab("flow", extra)) == 1);
+	assert_true(metric(m, "burstmeter_tenant_budget_exhausted", lab("calm", extra)) == 0);
+	snprintf(extra, sizeof(extra), "reason=\"%s\"", name);
+	assert_true(metric(m, "burstmeter_tenant_refusals_total", lab("flow", extra)) == 1);
+	free(m);
+	agent_finish();
+	return moved;
+}
+
+/* net_tx_bytes: 16 MiB sent on loopback (bm-netburst: a receiver it forks, exactly so many). */
+static void test_budgets_net_tx_over_budget(void **state)
+{
+	static const char *const keys[] = { "net_tx_bytes", NULL };
+
+	assert_true(flow_over_budget("net_tx_bytes", "burstmeter_tenant_net_tx_bytes_total", keys,
+				     "bm-netburst", "16777216", "100", NULL) == 16 * MIB);
+	assert_clean(*state);
+}
+
+/* A directory on a block device every tenant's uid may write to ($BM_IO_DIR, else /var/tmp). */
+static char io_dir[PATH_MAX];
+
+static int setup_io(void **state)
+{
+	const char *env = getenv("BM_IO_DIR"), *base = env && *env ? env : "/var/tmp";
+	struct stat st;
+
+	io_dir[0] = '\0';
+	if (stat(base, &st) || major(st.st_dev) == 0) {
+		/* a place on no block device is a broken setup, never a skip */
+		print_error("%s is on no block device for the I/O budget: set BM_IO_DIR\n", base);
+		return -1;
+	}
+	snprintf(io_dir, sizeof(io_dir), "%s/bm-budgets.XXXXXX", base);
+	if (!mkdtemp(io_dir) || chmod(io_dir, 01777)) {
+		print_error("failed to make %s: %s\n", io_dir, strerror(errno));
+		io_dir[0] = '\0';
+		return -1;
+	}
+	return setup_b(state);
+}
+
+static int teardown_io(void **state)
+{
+	if (io_dir[0])
+		rm_rf(io_dir);
+	io_dir[0] = '\0';
+	return agent_fx_teardown(state);
+}
+
+/*
+ * io_bytes: bm-io writes 16 MiB with O_DIRECT (every byte a bio of its own,
+ * nothing left in the page cache to be written back by somebody else).
+ */
+static void test_budgets_io_over_budget(void **state)
+{
+	static const char *const keys[] = { "io_read_bytes", "io_write_bytes", NULL };
+	char data[PATH_MAX + 16], truth[PATH_MAX + 16];
+	double moved;
+
+	snprintf(data, sizeof(data), "%s/data", io_dir);
+	snprintf(truth, sizeof(truth), "%s/truth", io_dir);
+	moved = flow_over_budget("io_bytes", "burstmeter_tenant_io_bytes_total", keys, "bm-io",
+				 "dio", data, "16", "100", "0", truth, NULL);
+	/* what it wrote, and no more than its own few blocks of metadata beside */
+	assert_between(moved, 16 * MIB, 17 * MIB);
+	assert_clean(*state);
+}
+
+/*
  * Launches have a bucket of their own; and queue slots are shared: a
  * tenant may hold max_queued x its weight over the weights of the tenants
  * waiting, itself and one newcomer included, so that whoever comes next
@@ -672,6 +821,8 @@ int main(void)
 		cmocka_unit_test(test_budgets_fleet_rules_promtool),
 		cmocka_unit_test_setup_teardown(test_budgets_cpu_over_budget, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_sleeping_memory_is_charged, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_net_tx_over_budget, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_io_over_budget, setup_io, teardown_io),
 		cmocka_unit_test_setup_teardown(test_budgets_launches_and_queue_share, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_quiet_starts_before_busy, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_pressure_attributed, setup_b, agent_fx_teardown),
