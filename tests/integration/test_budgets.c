@@ -9,7 +9,9 @@
  * way; launches go by their own bucket; one
  * tenant cannot fill the queue; a quiet tenant starts before a busy one;
  * the node's pressure is attributed to its top contributor, which alone is
- * throttled and held; GET /v1/tenants/self and /metrics show it all. And
+ * throttled (in the kernel: cpu.max or a v1 twin's cfs quota) and held,
+ * and for memory held only, never capped; GET /v1/tenants/self and
+ * /metrics show it all. And
  * the fleet rules for tenants by promtool, on synthetic series.
  *
  * Root names the tenant of each request ("tenant" in the body, ?tenant=
@@ -29,9 +31,12 @@ static int setup_b(void **state)
 	return agent_fx_setup(state, "budgets", "bmit-budgets");
 }
 
-/* The agent with the queue's limits, a /metrics port, and extra config (budgets...). */
-static void agent_start_p(unsigned int max_running, unsigned int max_queued, unsigned int pressure,
-			  const char *extra)
+/*
+ * The agent with the queue's limits, a /metrics port, its admission bounds
+ * (PSI cpu some %, MemAvailable), and extra config (budgets...).
+ */
+static void agent_start_m(unsigned int max_running, unsigned int max_queued, unsigned int pressure,
+			  const char *mem_available, const char *extra)
 {
 	char listen[64];
 	int unused;
@@ -39,9 +44,17 @@ static void agent_start_p(unsigned int max_running, unsigned int max_queued, uns
 	free_ports(&metrics_port, &unused);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", metrics_port);
 	agent_start_cfg(listen, "max_running: %u\nmax_queued: %u\ntenant_max_running: 100\n"
-			"admit_cpu_pressure: %u\nadmit_mem_available: 0\nsocket_mode: \"0666\"\n"
+			"admit_cpu_pressure: %u\nadmit_mem_available: %s\nsocket_mode: \"0666\"\n"
 			"tenants:\n  - { uid: 0, tenant: %s }\n  - { uid: %d, tenant: %s-other }\n%s",
-			max_running, max_queued, pressure, token, NOBODY, token, extra ? extra : "");
+			max_running, max_queued, pressure, mem_available, token, NOBODY, token,
+			extra ? extra : "");
+}
+
+/* The same, never paused by the node's memory (other work on the machine). */
+static void agent_start_p(unsigned int max_running, unsigned int max_queued, unsigned int pressure,
+			  const char *extra)
+{
+	agent_start_m(max_running, max_queued, pressure, "0", extra);
 }
 
 /* The same, never paused by the node's own pressure (other work on the machine). */
@@ -121,6 +134,74 @@ static const char *state_of(const char *t, const char *id)
 	snprintf(st[i], sizeof(st[i]), "%s", jstr(e, "state"));
 	json_decref(e);
 	return st[i];
+}
+
+/* The first line of dir/file into buf (fails if there is none). */
+static void read_line(const char *dir, const char *file, char *buf, size_t len)
+{
+	char path[PATH_MAX * 2];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "re");
+	if (!f || !fgets(buf, (int)len, f))
+		fail_msg("cannot read %s: %s", path, strerror(errno));
+	fclose(f);
+}
+
+/*
+ * The CPU cap the kernel holds tenant t's effect id to, in cores (0: none),
+ * and whether it is at the lowest CPU weight (it yields): its cgroup's
+ * cpu.max and cpu.weight on cgroup v2, else (a hybrid host: the cpu
+ * controller on v1) its v1 twin's cpu.cfs_quota_us over cpu.cfs_period_us
+ * and cpu.shares, the twin beside the agent's own v1 cpu cgroup, named as
+ * the effect's cgroup.
+ */
+static double kernel_cap(const char *t, const char *id, bool *lowest)
+{
+	char path[PATH_MAX * 2 + 16], dir[PATH_MAX * 2], line[128], self[64];
+	struct bm_cgroup_env env;
+	double quota, period;
+	const char *cg, *name;
+	json_t *e = NULL;
+
+	snprintf(path, sizeof(path), "/v1/effects/%s?tenant=%s", id, tn(t));
+	assert_int_equal(call("GET", path, NULL, &e), 200);
+	cg = jstr(e, "cgroup");
+	name = strrchr(cg, '/');
+	assert_non_null(name);
+	snprintf(dir, sizeof(dir), "%s", cg);
+	snprintf(path, sizeof(path), "%s/cpu.max", dir);
+	if (!access(path, F_OK)) {
+		read_line(dir, "cpu.max", line, sizeof(line));
+		json_decref(e);
+		if (lowest) {
+			char w[32];
+
+			read_line(dir, "cpu.weight", w, sizeof(w));
+			*lowest = atoi(w) == 1;
+		}
+		if (!strncmp(line, "max", 3))
+			return 0;
+		assert_int_equal(sscanf(line, "%lf %lf", &quota, &period), 2);
+		return quota / period;
+	}
+	snprintf(self, sizeof(self), "/proc/%d/cgroup", (int)ag.pid);
+	assert_int_equal(bm_cgroup_env_detect("/proc/self/mountinfo", self, &env), 0);
+	if (!env.v1_mount[BM_V1_CPU][0])
+		fail_msg("%s has no cpu.max and the node no v1 cpu hierarchy: nothing can cap it", cg);
+	snprintf(dir, sizeof(dir), "%s%s%s", env.v1_mount[BM_V1_CPU],
+		 strcmp(env.v1_self[BM_V1_CPU], "/") ? env.v1_self[BM_V1_CPU] : "", name);
+	json_decref(e);
+	read_line(dir, "cpu.cfs_quota_us", line, sizeof(line));
+	quota = atof(line);
+	read_line(dir, "cpu.cfs_period_us", line, sizeof(line));
+	period = atof(line);
+	if (lowest) {
+		read_line(dir, "cpu.shares", line, sizeof(line));
+		*lowest = atoi(line) <= 10;
+	}
+	return quota > 0 && period > 0 ? quota / period : 0;
 }
 
 /* Poll (every 20 ms, up to ms) until tenant t's effect id leaves state `from`; its new state. */
@@ -213,6 +294,7 @@ static void test_budgets_cpu_over_budget(void **state)
 	unsigned int retry = 0;
 	double cpu_used, cpu_out, used_exh, t_exh, wall, held;
 	char extra[512], *m;
+	bool yields;
 	uint64_t t0;
 	const char *st;
 	int t;
@@ -266,6 +348,9 @@ static void test_budgets_cpu_over_budget(void **state)
 	assert_int_equal(jint(s, "running"), 1);
 	assert_true(fabs(jnum(s, "cap_cores") - 0.04) < 1e-9);
 	assert_true(jtrue(s, "yielding"));
+	yields = false;
+	assert_true(fabs(kernel_cap("hog", "h1", &yields) - 0.04) < 1e-3);
+	assert_true(yields);
 	assert_true(jnum(s, "budgets.cpu_seconds.level") < 0.075);
 	assert_true(jint(s, "budgets.cpu_seconds.retry_after_s") >= 1);
 	assert_int_equal(jint(s, "budgets.cpu_seconds.exhaustions"), 1);
@@ -677,6 +762,8 @@ static void test_budgets_pressure_attributed(void **state)
 {
 	json_t *h = NULL, *s, *top;
 	uint64_t t0, total = 1000;
+	bool yields;
+	double cap;
 	char extra[PATH_MAX + 256], *m, *log;
 	const char *st;
 	int t;
@@ -707,6 +794,14 @@ static void test_budgets_pressure_attributed(void **state)
 	assert_true(fabs(jnum(top, "cap_cores") - 0.8 * ncpu / 2) < 1e-9);
 	json_decref(top);
 	assert_string_equal(wait_leaves("top", "t1", "running", 2000), "throttled");
+	/* and the kernel holds t1 to it (cpu.max, or its v1 twin's cfs quota), at the lowest weight */
+	yields = false;
+	cap = kernel_cap("top", "t1", &yields);
+	integ_note("t1's cap in the kernel: %.3f cores, lowest weight %d", cap, yields);
+	assert_true(fabs(cap - 0.8 * ncpu / 2) < 1e-3);
+	assert_true(yields);
+	assert_true(kernel_cap("calm", "c1", &yields) == 0);
+	assert_false(yields);
 	s = self_of("calm");
 	assert_false(jtrue(s, "pressure.throttled"));
 	assert_false(jtrue(s, "held"));
@@ -764,6 +859,8 @@ static void test_budgets_pressure_attributed(void **state)
 	assert_false(jtrue(s, "pressure.throttled"));
 	assert_true(jnum(s, "cap_cores") == 0);
 	json_decref(s);
+	assert_true(kernel_cap("top", "t1", &yields) == 0);
+	assert_false(yields);
 	json_decref(wait_final_as(tn("top"), "t2", 10000));
 	json_decref(wait_final_as(tn("calm"), "c2", 10000));
 	cancel("top", "t1");
@@ -789,6 +886,159 @@ static void test_budgets_pressure_attributed(void **state)
 		assert_non_null(strstr(log, "/t1 "));
 		assert_non_null(strstr(buf, "node pressure: throttling tenant"));
 	}
+	agent_finish();
+	assert_clean(*state);
+}
+
+/* The meminfo file the agent reads MemAvailable from (admit_meminfo_file). */
+static char meminfo[PATH_MAX + 32];
+
+static void write_meminfo(unsigned long long avail_mib)
+{
+	char text[256], tmp[PATH_MAX + 40];
+
+	snprintf(text, sizeof(text), "MemTotal:       %llu kB\nMemFree:        %llu kB\n"
+		 "MemAvailable:   %llu kB\n", 16384ULL << 10, avail_mib << 10, avail_mib << 10);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", meminfo);
+	write_file(tmp, text);
+	assert_int_equal(rename(tmp, meminfo), 0);
+}
+
+/* The agent's log so far (a static buffer). */
+static const char *agent_log(void)
+{
+	static char buf[1 << 16];
+	FILE *f = fopen(ag.log, "re");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+	buf[n] = '\0';
+	if (f)
+		fclose(f);
+	return buf;
+}
+
+/*
+ * Memory pressure, attributed to memory: MemAvailable (a meminfo file the
+ * test writes) falls under admit_mem_available while tenant "big" holds
+ * 64 MiB, asleep, and tenant "spin" burns a core with next to no memory.
+ * The top contributor is big, by the memory its effects hold (its CPU is
+ * nothing): its queue is held, and nothing of it is capped: no cap, no
+ * lowest weight (a cap frees no memory), its effect runs on. /metrics' pressure
+ * share is the share of memory. Nothing starts while under the bound;
+ * back over it, spin's call starts at once and big's once the node has
+ * been calm for 2 s.
+ */
+static void test_budgets_memory_pressure_holds_top(void **state)
+{
+	char extra[PATH_MAX + 256], *m;
+	const char *log, *st;
+	json_t *s, *h = NULL;
+	bool yields = true;
+	uint64_t t0;
+	int t;
+
+	snprintf(meminfo, sizeof(meminfo), "%s/meminfo", ag.dir);
+	write_meminfo(8192);
+	snprintf(extra, sizeof(extra), "admit_meminfo_file: %s\npressure_action: throttle_top\n",
+		 meminfo);
+	/* admit_mem_available 1 GiB: room at 8 GiB available, under the bound at 512 MiB */
+	agent_start_m(4, 16, 100, "1Gi", extra);
+	assert_int_equal(post("big", "b1", NULL, NULL, "bm-memtouch", "64", "30000", NULL), 201);
+	assert_int_equal(post("spin", "s1", NULL, NULL, "bm-hog", "30", "1", NULL), 201);
+	/* past the touch of its pages, and a second of spin's CPU for the attribution */
+	for (t = 0, s = NULL; t < 5000; t += 50) {
+		json_decref(s);
+		usleep(50000);
+		s = self_of("big");
+		if (jnum(s, "pressure.memory_bytes") >= 64 * MIB && t >= 1000)
+			break;
+	}
+	integ_note("big holds %.1f MiB", jnum(s, "pressure.memory_bytes") / MIB);
+	assert_true(jnum(s, "pressure.memory_bytes") >= 64 * MIB);
+	json_decref(s);
+
+	write_meminfo(512);
+	for (t = 0, s = NULL; t < 3000; t += 20) {
+		json_decref(s);
+		s = self_of("big");
+		if (jtrue(s, "pressure.held"))
+			break;
+		usleep(20000);
+	}
+	integ_note("big held for the node's memory %d ms after MemAvailable fell; its share %.3f", t,
+		   jnum(s, "pressure.share"));
+	assert_true(jtrue(s, "pressure.held"));
+	assert_string_equal(jstr(s, "pressure.dimension"), "memory");
+	assert_true(jtrue(s, "held"));
+	/* held, not capped: neither a cap nor the lowest weight, in the agent nor in the kernel */
+	assert_false(jtrue(s, "pressure.throttled"));
+	assert_true(jnum(s, "cap_cores") == 0);
+	assert_false(jtrue(s, "yielding"));
+	assert_true(jnum(s, "pressure.share") > 0.9);
+	json_decref(s);
+	usleep(300 * 1000);
+	assert_string_equal(state_of("big", "b1"), "running");
+	assert_true(kernel_cap("big", "b1", &yields) == 0);
+	assert_false(yields);
+	s = self_of("spin");
+	assert_false(jtrue(s, "pressure.held"));
+	assert_true(jnum(s, "pressure.share") < 0.1);
+	json_decref(s);
+
+	/* root's healthz names big, by memory */
+	assert_int_equal(call("GET", "/v1/healthz", NULL, &h), 200);
+	assert_true(jtrue(h, "pressure.over"));
+	assert_string_equal(jstr(h, "pressure.dimension"), "memory");
+	assert_true(jnum(h, "pressure.mem_available_bytes") == 512 * MIB);
+	assert_string_equal(jstr(json_array_get(jget(h, "pressure.top_tenants"), 0), "tenant"), tn("big"));
+	assert_true(jnum(json_array_get(jget(h, "pressure.top_tenants"), 0), "share") > 0.9);
+	assert_true(jtrue(json_array_get(jget(h, "pressure.top_tenants"), 0), "held"));
+	assert_false(jtrue(json_array_get(jget(h, "pressure.top_tenants"), 0), "throttled"));
+	assert_string_equal(jstr(json_array_get(jget(h, "pressure.top_effects"), 0), "id"), "b1");
+	json_decref(h);
+	/* /metrics: the share of what the node is short of, memory (spin's CPU is all the CPU) */
+	m = scrape();
+	integ_note("pressure share: big %.3f, spin %.3f", metric(m, "burstmeter_tenant_pressure_share",
+		   lab("big", NULL)), metric(m, "burstmeter_tenant_pressure_share", lab("spin", NULL)));
+	assert_true(metric(m, "burstmeter_node_over_pressure", "") == 1);
+	assert_true(metric(m, "burstmeter_tenant_pressure_share", lab("big", NULL)) > 0.9);
+	assert_true(metric(m, "burstmeter_tenant_pressure_share", lab("spin", NULL)) < 0.1);
+	assert_true(metric(m, "burstmeter_tenant_throttled", lab("big", NULL)) == 0);
+	assert_true(metric(m, "burstmeter_tenant_throttles_total",
+			   lab("big", "cause=\"node_pressure\"")) == 0);
+	free(m);
+
+	/* under the bound nothing starts, big's call nor spin's */
+	assert_int_equal(post("big", "b2", NULL, NULL, "bm-sleeper", "100", NULL), 202);
+	assert_int_equal(post("spin", "s2", NULL, NULL, "bm-sleeper", "100", NULL), 202);
+	usleep(500 * 1000);
+	assert_string_equal(state_of("big", "b2"), "queued");
+	assert_string_equal(state_of("spin", "s2"), "queued");
+	/* over it again: spin's starts at once, big's after 2 s of calm */
+	write_meminfo(8192);
+	t0 = now_ns();
+	st = wait_leaves("spin", "s2", "queued", 3000);
+	integ_note("MemAvailable back: s2 %s after %.2f s, b2 %s", st, (double)(now_ns() - t0) / 1e9,
+		   state_of("big", "b2"));
+	assert_string_equal(state_of("big", "b2"), "queued");
+	st = wait_leaves("big", "b2", "queued", 6000);
+	integ_note("b2 %s after %.2f s", st, (double)(now_ns() - t0) / 1e9);
+	assert_true(now_ns() - t0 >= 1500 * 1000000ULL);
+	s = self_of("big");
+	assert_false(jtrue(s, "pressure.held"));
+	json_decref(s);
+	json_decref(wait_final_as(tn("big"), "b2", 10000));
+	json_decref(wait_final_as(tn("spin"), "s2", 10000));
+	cancel("big", "b1");
+	cancel("spin", "s1");
+	h = wait_final_as(tn("big"), "b1", 10000);
+	assert_false(has_action(h, "throttle", "node_pressure"));
+	json_decref(h);
+	json_decref(wait_final_as(tn("spin"), "s1", 10000));
+	log = agent_log();
+	assert_non_null(strstr(log, "node pressure: MemAvailable below admit_mem_available; top tenants"));
+	assert_non_null(strstr(log, "node pressure: holding tenant"));
+	assert_null(strstr(log, "node pressure: throttling tenant"));
 	agent_finish();
 	assert_clean(*state);
 }
@@ -826,6 +1076,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_budgets_launches_and_queue_share, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_quiet_starts_before_busy, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_pressure_attributed, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_memory_pressure_holds_top, setup_b,
+						agent_fx_teardown),
 	};
 	size_t n;
 	int rc = runner_init("test_budgets");

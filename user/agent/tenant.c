@@ -185,7 +185,10 @@ static double node_mem_gib(void)
 	return gib > 0 ? gib : 1;
 }
 
-/* PSI cpu some (avg10, and over the last second from total=), MemAvailable; their bounds. */
+/*
+ * PSI cpu some (avg10, and over the last second from total=), MemAvailable
+ * (admit_meminfo_file: /proc/meminfo, or a stand-in); their bounds.
+ */
 static void pressure_read(struct bm_agent *a, uint64_t now)
 {
 	struct ag_pressure *p = &a->pressure;
@@ -213,11 +216,17 @@ static void pressure_read(struct bm_agent *a, uint64_t now)
 		}
 	}
 	p->mem_available = 0;
-	if (bm_read_file(AT_FDCWD, "/proc/meminfo", buf, sizeof(buf)) > 0 &&
+	if (bm_read_file(AT_FDCWD, a->cfg.admit_meminfo_file, buf, sizeof(buf)) > 0 &&
 	    (s = strstr(buf, "MemAvailable:")))
 		p->mem_available = strtoull(s + 13, NULL, 10) * 1024;
 	p->over_cpu = p->cpu_avg10 > a->cfg.admit_cpu_pressure;
 	p->over_mem = p->mem_available && p->mem_available < a->cfg.admit_mem_available;
+}
+
+/* Is t held for the node's CPU pressure, and so capped? (For memory it is only held.) */
+static bool pressure_cpu(const struct ag_tenant_count *t)
+{
+	return t->pressure && !t->pressure_mem;
 }
 
 bool ag_node_room(struct bm_agent *a)
@@ -235,7 +244,7 @@ bool ag_node_room(struct bm_agent *a)
 	if (!p->over_cpu)
 		return true;
 	for (i = 0; i < a->n_tenants; i++)
-		top |= a->tenants[i].pressure;
+		top |= pressure_cpu(&a->tenants[i]);
 	return a->cfg.pressure_action == BM_PRESSURE_THROTTLE_TOP && top &&
 	       p->cpu_now <= a->cfg.admit_cpu_pressure;
 }
@@ -244,6 +253,26 @@ bool ag_node_room(struct bm_agent *a)
 static double contribution(struct ag_tenant_count *t, bool mem, uint64_t now)
 {
 	return mem ? t->mem_held : bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now);
+}
+
+/*
+ * What all tenants contribute to the dimension the node is short of (or,
+ * not over, to CPU): the sum t's share of the pressure is taken over.
+ */
+static double pressure_sum(struct bm_agent *a, uint64_t now)
+{
+	double sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < a->n_tenants; i++)
+		sum += contribution(&a->tenants[i], a->pressure.over_mem, now);
+	return sum;
+}
+
+static double pressure_share(struct bm_agent *a, struct ag_tenant_count *t, double sum,
+			     uint64_t now)
+{
+	return sum > 0 ? contribution(t, a->pressure.over_mem, now) / sum : 0;
 }
 
 static double effect_contribution(const struct ag_effect *e, bool mem, uint64_t now)
@@ -332,9 +361,11 @@ static void name_top(struct bm_agent *a, uint64_t now, bool say)
 
 /*
  * pressure_action throttle_top: the top contributor above its weighted
- * share (among the tenants that run something) is throttled and held, one
- * more each PRESSURE_STEP_NS while the node stays over; all go free once
- * it has been under its bounds for PRESSURE_CALM_NS.
+ * share (among the tenants that run something) of the dimension the node
+ * is short of is held, one more each PRESSURE_STEP_NS while the node stays
+ * over; all go free once it has been under its bounds for PRESSURE_CALM_NS.
+ * For CPU, its running effects are capped too (want_cap()); for memory they
+ * are not: a cap frees no memory, and memory.high would make them thrash.
  */
 static void throttle_top(struct bm_agent *a, uint64_t now, bool over)
 {
@@ -356,9 +387,10 @@ static void throttle_top(struct bm_agent *a, uint64_t now, bool over)
 			return;
 		for (i = 0; any && i < a->n_tenants; i++) {
 			if (a->tenants[i].pressure)
-				bm_info("node pressure is over: tenant %s runs unthrottled again",
-					a->tenants[i].name);
-			a->tenants[i].pressure = false;
+				bm_info("node pressure is over: tenant %s %s again", a->tenants[i].name,
+					a->tenants[i].pressure_mem ? "may start effects"
+								   : "runs unthrottled");
+			a->tenants[i].pressure = a->tenants[i].pressure_mem = false;
 		}
 		return;
 	}
@@ -376,8 +408,11 @@ static void throttle_top(struct bm_agent *a, uint64_t now, bool over)
 		struct ag_tenant_count *t = &a->tenants[i];
 
 		v = contribution(t, p->over_mem, now);
-		/* only one above its share: a node that is simply full pauses, as without */
-		if (t->pressure || !t->running || !(sum > 0) ||
+		/*
+		 * only one above its share: a node that is simply full pauses, as
+		 * without; one held for memory may yet be capped for CPU
+		 */
+		if ((t->pressure && (p->over_mem || !t->pressure_mem)) || !t->running || !(sum > 0) ||
 		    v / sum <= t->bud.cfg.weight / wsum || v <= best)
 			continue;
 		best = v;
@@ -386,10 +421,16 @@ static void throttle_top(struct bm_agent *a, uint64_t now, bool over)
 	if (!top)
 		return;
 	top->pressure = true;
+	top->pressure_mem = p->over_mem;
 	top->pressure_at_ns = now;
-	bm_warn("node pressure: throttling tenant %s, its top contributor (%.0f%% of what effects "
-		"use, its share %.0f%%)",
-		top->name, 100 * best / sum, 100 * top->bud.cfg.weight / wsum);
+	if (p->over_mem)
+		bm_warn("node pressure: holding tenant %s's queue, its top contributor (%.0f%% of the "
+			"memory effects hold, its share %.0f%%)",
+			top->name, 100 * best / sum, 100 * top->bud.cfg.weight / wsum);
+	else
+		bm_warn("node pressure: throttling tenant %s, its top contributor (%.0f%% of the CPU "
+			"effects use, its share %.0f%%)",
+			top->name, 100 * best / sum, 100 * top->bud.cfg.weight / wsum);
 }
 
 static void pressure_tick(struct bm_agent *a, uint64_t now)
@@ -426,7 +467,7 @@ static double want_cap(const struct bm_agent *a, struct ag_tenant_count *t, int 
 		cap = t->bud.cfg.b[BM_BUD_CPU].rate * BM_BUDGET_CAP / n;
 		*cause = BM_BUD_CPU;
 	}
-	if (t->pressure) {
+	if (pressure_cpu(t)) {
 		for (i = 0; i < a->n_tenants; i++)
 			wsum += a->tenants[i].running ? a->tenants[i].bud.cfg.weight : 0;
 		share = node_cpus() * BM_BUDGET_CAP * t->bud.cfg.weight / (wsum > 0 ? wsum : 1) / n;
@@ -443,14 +484,14 @@ static double want_cap(const struct bm_agent *a, struct ag_tenant_count *t, int 
 
 /*
  * Does t yield? From the moment its CPU budget is exhausted (or the node's
- * pressure throttles it) until its bucket is back at BM_BUDGET_YIELD of its
- * burst.
+ * CPU pressure throttles it) until its bucket is back at BM_BUDGET_YIELD of
+ * its burst.
  */
 static bool want_yield(struct ag_tenant_count *t)
 {
 	const struct bm_bucket *k = &t->bud.b[BM_BUD_CPU];
 
-	if (t->pressure || (bm_budget_limited(&t->bud, BM_BUD_CPU) && k->exhausted))
+	if (pressure_cpu(t) || (bm_budget_limited(&t->bud, BM_BUD_CPU) && k->exhausted))
 		return true;
 	return t->yielding && bm_budget_limited(&t->bud, BM_BUD_CPU) &&
 	       k->level < BM_BUDGET_YIELD * t->bud.cfg.b[BM_BUD_CPU].burst;
@@ -651,15 +692,19 @@ json_t *ag_tenant_json(struct bm_agent *a, const char *name)
 				  "exhaustions", (json_int_t)k->exhaustions, "used", k->used,
 				  "recent_per_second", bm_budget_rate_fast(&t->bud, d, now)));
 	}
-	j = json_pack(
-		"{s:s, s:f, s:i, s:i, s:i, s:b, s:o, s:f, s:b, s:{s:f, s:f}, s:{s:b, s:f, s:f}, s:o}",
-		"tenant", t->name, "weight", t->bud.cfg.weight, "running", t->running, "queued",
-		t->queued, "queue_share", ag_tenant_queue_share(a, t), "held", ag_tenant_held(a, t),
-		"held_by", t->held_by >= 0 ? json_string(bm_budget_name(t->held_by)) : json_null(),
-		"cap_cores", t->cap_cores, "yielding", t->yielding, "fair", "usage_node_seconds",
-		f.usage, "tag", bm_fair_tag(&f), "pressure", "throttled", t->pressure, "cpu_cores",
-		bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now), "memory_bytes", t->mem_held,
-		"budgets", buds);
+	j = json_pack("{s:s, s:f, s:i, s:i, s:i, s:b, s:o, s:f, s:b, s:{s:f, s:f}, "
+		      "s:{s:b, s:b, s:o, s:f, s:f, s:f}, s:o}",
+		      "tenant", t->name, "weight", t->bud.cfg.weight, "running", t->running,
+		      "queued", t->queued, "queue_share", ag_tenant_queue_share(a, t), "held",
+		      ag_tenant_held(a, t), "held_by",
+		      t->held_by >= 0 ? json_string(bm_budget_name(t->held_by)) : json_null(),
+		      "cap_cores", t->cap_cores, "yielding", t->yielding, "fair",
+		      "usage_node_seconds", f.usage, "tag", bm_fair_tag(&f), "pressure", "held",
+		      t->pressure, "throttled", pressure_cpu(t), "dimension",
+		      t->pressure ? json_string(t->pressure_mem ? "memory" : "cpu") : json_null(),
+		      "share", pressure_share(a, t, pressure_sum(a, now), now), "cpu_cores",
+		      bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now), "memory_bytes", t->mem_held,
+		      "budgets", buds);
 	return j;
 }
 
@@ -669,7 +714,10 @@ json_t *ag_pressure_json(struct bm_agent *a, bool names)
 	json_t *j, *tt, *te;
 	unsigned int i;
 
-	j = json_pack("{s:b, s:f, s:f, s:I, s:s, s:I}", "over", p->over_cpu || p->over_mem,
+	j = json_pack("{s:b, s:o, s:f, s:f, s:I, s:s, s:I}", "over", p->over_cpu || p->over_mem,
+		      "dimension",
+		      p->over_mem ? json_string("memory") :
+		      p->over_cpu ? json_string("cpu") : json_null(),
 		      "cpu_some_avg10", p->cpu_avg10, "cpu_some_1s", p->cpu_now,
 		      "mem_available_bytes", (json_int_t)p->mem_available, "action",
 		      a->cfg.pressure_action == BM_PRESSURE_THROTTLE_TOP ? "throttle_top" : "pause",
@@ -678,15 +726,16 @@ json_t *ag_pressure_json(struct bm_agent *a, bool names)
 		return j;
 	tt = json_array();
 	te = json_array();
-	for (i = 0; i < p->n_top_tenants; i++)
+	for (i = 0; i < p->n_top_tenants; i++) {
+		const struct ag_tenant_count *t = ag_tenant_find(a, p->top_tenants[i].tenant);
+
 		json_array_append_new(
 			tt,
-			json_pack("{s:s, s:f, s:f, s:f, s:b}", "tenant", p->top_tenants[i].tenant,
+			json_pack("{s:s, s:f, s:f, s:f, s:b, s:b}", "tenant", p->top_tenants[i].tenant,
 				  "cpu_cores", p->top_tenants[i].cpu_cores, "memory_bytes",
 				  p->top_tenants[i].memory_bytes, "share", p->top_tenants[i].share,
-				  "throttled",
-				  ag_tenant_find(a, p->top_tenants[i].tenant) &&
-					  ag_tenant_find(a, p->top_tenants[i].tenant)->pressure));
+				  "held", t && t->pressure, "throttled", t && pressure_cpu(t)));
+	}
 	for (i = 0; i < p->n_top_effects; i++)
 		json_array_append_new(te, json_pack("{s:s, s:s, s:f, s:f}", "tenant",
 						    p->top_effects[i].tenant, "id",
@@ -701,13 +750,12 @@ json_t *ag_pressure_json(struct bm_agent *a, bool names)
 void ag_tenants_export(struct bm_agent *a)
 {
 	uint64_t now = bm_now_ns();
-	double sum = 0;
 	unsigned int i;
+	double sum;
 	int d;
 
 	bm_export__tenants_reset(a->exp);
-	for (i = 0; i < a->n_tenants; i++)
-		sum += bm_budget_rate_fast(&a->tenants[i].bud, BM_BUD_CPU, now);
+	sum = pressure_sum(a, now);
 	for (i = 0; i < a->n_tenants; i++) {
 		struct ag_tenant_count *t = &a->tenants[i];
 		struct bm_export_tenant v = { 0 };
@@ -728,8 +776,7 @@ void ag_tenants_export(struct bm_agent *a)
 		v.throttled = t->cap_cores > 0;
 		v.running = t->running;
 		v.queued = t->queued;
-		v.pressure_share =
-			sum > 0 ? bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now) / sum : 0;
+		v.pressure_share = pressure_share(a, t, sum, now);
 		bm_export__tenant(a->exp, t->name, &v);
 	}
 }
