@@ -432,6 +432,78 @@ static void test_budgets_cpu_over_budget(void **state)
 }
 
 /*
+ * Retry-After is when a retry is admitted: tenant "retry" has 1 CPU-s of
+ * burst at 0.25 cores; its two-thread hog empties the bucket and runs on,
+ * held to 0.2 cores (0.8 x the rate). It goes on charging, so the bucket
+ * gets back to a quarter of its burst at 0.05 CPU-s a second, not 0.25, and
+ * Retry-After counts with that. A retry in half the time the bucket would
+ * take with nothing running is 429 again; one at Retry-After is admitted.
+ */
+static void test_budgets_retry_after_holds(void **state)
+{
+	const double rate = 0.25, burst = 1, cap = 0.8 * rate;
+	double level[2], lo, hi, early;
+	unsigned int retry = 0, again = 0;
+	json_t *s = NULL, *e = NULL;
+	char extra[512];
+	uint64_t t429;
+	int t;
+
+	snprintf(extra, sizeof(extra), "budgets:\n  tenants:\n    - tenant: %s\n"
+		 "      cpu_seconds: { rate: 0.25, burst: 1 }\n", tn("retry"));
+	agent_start(4, 16, extra);
+	assert_int_equal(post("retry", "r1", NULL, NULL, "bm-hog", "60", "2", NULL), 201);
+	for (t = 0; t < 30000 && !(s && jtrue(s, "budgets.cpu_seconds.exhausted")); t += 20) {
+		json_decref(s);
+		if (t)
+			usleep(20000);
+		s = self_of("retry");
+	}
+	integ_note("exhausted after %.1f s: %.3f CPU-s used", t / 1e3, jnum(s, "budgets.cpu_seconds.used"));
+	assert_true(jtrue(s, "budgets.cpu_seconds.exhausted"));
+	level[0] = jnum(s, "budgets.cpu_seconds.level");
+	json_decref(s);
+	assert_int_equal(post("retry", "r2", &e, &retry, "bm-sleeper", "10", NULL), 429);
+	t429 = now_ns();
+	json_decref(e);
+	e = NULL;
+	s = self_of("retry");
+	level[1] = jnum(s, "budgets.cpu_seconds.level");
+	assert_true(fabs(jnum(s, "cap_cores") - cap) < 1e-9);
+	json_decref(s);
+	/* what is left to refill, bracketed by the looks before and after the 429 */
+	lo = burst / 4 - fmax(level[0], level[1]);
+	hi = burst / 4 - fmin(level[0], level[1]);
+	early = lo / rate / 2;
+	integ_note("level %.3f..%.3f CPU-s: %.3f to go; Retry-After %u s (%.1f at the rate less "
+		   "the cap, %.1f at the rate); a retry at %.2f s, then at %u s", level[0], level[1],
+		   hi, retry, hi / (rate - cap), hi / rate, early, retry);
+	/* counted with what the capped effect goes on using (not to go / rate): within a read */
+	assert_true(retry >= floor(lo / (rate - cap) - 0.5));
+	assert_true(retry <= ceil(hi / (rate - cap) + 0.5));
+	/* well before: even with nothing running the bucket could not be back */
+	usleep((useconds_t)(early * 1e6));
+	assert_true((double)(now_ns() - t429) / 1e9 < lo / rate);
+	assert_int_equal(post("retry", "r3", &e, &again, "bm-sleeper", "10", NULL), 429);
+	assert_string_equal(jstr(e, "budget"), "cpu_seconds");
+	assert_true(again >= 1 && again <= retry);
+	json_decref(e);
+	/* at Retry-After: admitted, though r1 has run on at its cap all along */
+	while (now_ns() - t429 < (uint64_t)retry * 1000000000ULL)
+		usleep(10 * 1000);
+	s = self_of("retry");
+	integ_note("at Retry-After: level %.3f CPU-s (a quarter of the burst: %.2f), r1 %s",
+		   jnum(s, "budgets.cpu_seconds.level"), burst / 4, state_of("retry", "r1"));
+	json_decref(s);
+	assert_int_equal(post("retry", "r4", NULL, NULL, "bm-sleeper", "10", NULL), 201);
+	cancel("retry", "r1");
+	json_decref(wait_final_as(tn("retry"), "r1", 10000));
+	json_decref(wait_final_as(tn("retry"), "r4", 10000));
+	agent_finish();
+	assert_clean(*state);
+}
+
+/*
  * A sleeping effect is not read, yet the memory it holds is charged every
  * tick: 64 MiB held is 1/16 GiB-s a second, and a budget of 0.05 GiB-s
  * runs out within a second of holding.
@@ -1070,6 +1142,7 @@ int main(void)
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_budgets_fleet_rules_promtool),
 		cmocka_unit_test_setup_teardown(test_budgets_cpu_over_budget, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_retry_after_holds, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_sleeping_memory_is_charged, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_net_tx_over_budget, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_io_over_budget, setup_io, teardown_io),

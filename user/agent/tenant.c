@@ -576,21 +576,25 @@ unsigned int ag_tenant_queue_share(const struct bm_agent *a, const struct ag_ten
 }
 
 /*
- * What t goes on using of d while it waits: the memory it holds; its CPU,
- * held to its cap; what it sent or wrote in the last second while it runs.
+ * What t goes on using of d while it waits, for its Retry-After: the memory
+ * it holds (exact while it holds it); its CPU, at the cap it is held to (or
+ * will be, at the next tick): what the kernel lets it use at most, so that
+ * a retry at Retry-After finds the bucket refilled; what it sent or wrote
+ * in the last second while it runs (an estimate: nothing holds those).
  */
-static double use_rate(struct ag_tenant_count *t, int d, uint64_t now)
+static double use_rate(const struct bm_agent *a, struct ag_tenant_count *t, int d,
+		       uint64_t now)
 {
-	double r;
+	double cap;
+	int cause;
 
 	if (!t->running)
 		return 0;
 	if (d == BM_BUD_MEM)
 		return t->mem_held / GIB;
-	r = bm_budget_rate_fast(&t->bud, d, now);
-	if (d == BM_BUD_CPU && t->cap_cores > 0 && t->cap_cores * t->running < r)
-		r = t->cap_cores * t->running;
-	return r;
+	if (d == BM_BUD_CPU && (cap = want_cap(a, t, &cause)) > 0)
+		return cap * t->running;
+	return bm_budget_rate_fast(&t->bud, d, now);
 }
 
 int ag_tenant_admit(struct bm_agent *a, struct ag_tenant_count *t, unsigned int *retry_after_s,
@@ -600,7 +604,7 @@ int ag_tenant_admit(struct bm_agent *a, struct ag_tenant_count *t, unsigned int 
 	int d;
 
 	if (bm_budget_admit(&t->bud, now, &d)) {
-		ns = bm_budget_retry_ns(&t->bud, d, now, use_rate(t, d, now));
+		ns = bm_budget_retry_ns(&t->bud, d, now, use_rate(a, t, d, now));
 		*retry_after_s = (unsigned int)((ns + BM_NSEC_PER_SEC - 1) / BM_NSEC_PER_SEC);
 		*retry_after_s = *retry_after_s ? *retry_after_s : 1;
 		*budget = bm_budget_name(d);
@@ -686,7 +690,7 @@ json_t *ag_tenant_json(struct bm_agent *a, const char *name)
 				  num_or_null(lim, k->level), "exhausted", lim && k->exhausted,
 				  "retry_after_s",
 				  (json_int_t)((bm_budget_retry_ns(&t->bud, d, now,
-								   use_rate(t, d, now)) +
+								   use_rate(a, t, d, now)) +
 						BM_NSEC_PER_SEC - 1) /
 					       BM_NSEC_PER_SEC),
 				  "exhaustions", (json_int_t)k->exhaustions, "used", k->used,
