@@ -7,7 +7,9 @@
  * memory is charged all the same; bytes sent on loopback and written with
  * O_DIRECT are charged to their budgets to the byte, and refuse the same
  * way; launches go by their own bucket; one
- * tenant cannot fill the queue; a quiet tenant starts before a busy one;
+ * tenant cannot fill the queue, and a tenant of weight 2 holds twice the
+ * share; a quiet tenant starts before a busy one, and a heavier weight
+ * before a lighter that used less; priority orders one tenant's calls;
  * the node's pressure is attributed to its top contributor, which alone is
  * throttled (in the kernel: cpu.max or a v1 twin's cfs quota) and held,
  * and for memory held only, never capped; GET /v1/tenants/self and
@@ -806,6 +808,151 @@ static void test_budgets_quiet_starts_before_busy(void **state)
 	assert_clean(*state);
 }
 
+/*
+ * Weights share the queue: tenant "w2" has weight 2. Alone it may hold
+ * max_queued (12) x 2 / (2 + a newcomer's 1) = 8 calls (weight 1: 6); then
+ * "b", weight 1, finds 12 x 1 / (1 + 2 + 1) = 3.
+ */
+static void test_budgets_weighted_queue_share(void **state)
+{
+	char extra[512], id[16];
+	json_t *e = NULL, *s;
+	unsigned int i;
+
+	snprintf(extra, sizeof(extra), "budgets:\n  tenants:\n    - { tenant: %s, weight: 2 }\n",
+		 tn("w2"));
+	agent_start(1, 12, extra);
+	assert_int_equal(post("a", "r0", NULL, NULL, "bm-sleeper", "30000", NULL), 201);
+	s = self_of("w2");
+	assert_true(jnum(s, "weight") == 2);
+	assert_int_equal(jint(s, "queue_share"), 8);
+	json_decref(s);
+	for (i = 0; i < 8; i++) {
+		snprintf(id, sizeof(id), "w%u", i);
+		assert_int_equal(post("w2", id, NULL, NULL, "bm-sleeper", "10", NULL), 202);
+	}
+	assert_int_equal(post("w2", "w8", &e, NULL, "bm-sleeper", "10", NULL), 429);
+	assert_string_equal(jstr(e, "budget"), "queue_share");
+	json_decref(e);
+	e = NULL;
+	for (i = 0; i < 3; i++) {
+		snprintf(id, sizeof(id), "b%u", i);
+		assert_int_equal(post("b", id, NULL, NULL, "bm-sleeper", "10", NULL), 202);
+	}
+	assert_int_equal(post("b", "b3", &e, NULL, "bm-sleeper", "10", NULL), 429);
+	assert_string_equal(jstr(e, "budget"), "queue_share");
+	json_decref(e);
+	s = self_of("b");
+	assert_int_equal(jint(s, "queued"), 3);
+	assert_int_equal(jint(s, "queue_share"), 3);
+	json_decref(s);
+	cancel("a", "r0");
+	for (i = 0; i < 8; i++) {
+		snprintf(id, sizeof(id), "w%u", i);
+		json_decref(wait_final_as(tn("w2"), id, 15000));
+	}
+	for (i = 0; i < 3; i++) {
+		snprintf(id, sizeof(id), "b%u", i);
+		json_decref(wait_final_as(tn("b"), id, 15000));
+	}
+	json_decref(wait_final_as(tn("a"), "r0", 10000));
+	agent_finish();
+	assert_clean(*state);
+}
+
+/* When tenant t's effect id started running (ms, the agent's clock); fails if it never did. */
+static double started_ms(const char *t, const char *id)
+{
+	json_t *e = wait_final_as(tn(t), id, 15000), *x;
+	double at = -1;
+	size_t i;
+
+	json_array_foreach(jget(e, "transitions"), i, x)
+		if (at < 0 && !strcmp(jstr(x, "state"), "running"))
+			at = jnum(x, "at_ms");
+	json_decref(e);
+	if (at < 0)
+		fail_msg("%s/%s never ran", tn(t), id);
+	return at;
+}
+
+/*
+ * Weights in fair admission: "heavy" (weight 4) has used about twice the
+ * CPU "light" (weight 1) has; over their weights its tag is the smaller,
+ * so with one slot its call starts first, though light's was queued before
+ * it (without weights light's would: it used less).
+ */
+static void test_budgets_weights_in_fair_order(void **state)
+{
+	json_t *h, *l;
+	char extra[512];
+	const char *st;
+
+	snprintf(extra, sizeof(extra), "budgets:\n  tenants:\n    - { tenant: %s, weight: 4 }\n",
+		 tn("heavy"));
+	agent_start(1, 16, extra);
+	assert_int_equal(post("heavy", "h1", NULL, NULL, "bm-hog", "1.2", "1", NULL), 201);
+	assert_int_equal(post("light", "l1", NULL, NULL, "bm-hog", "0.6", "1", NULL), 202);
+	assert_string_equal(wait_leaves("light", "l1", "queued", 10000), "running");
+	assert_int_equal(post("light", "l2", NULL, NULL, "bm-sleeper", "300", NULL), 202);
+	assert_int_equal(post("heavy", "h2", NULL, NULL, "bm-sleeper", "300", NULL), 202);
+	st = wait_leaves("heavy", "h2", "queued", 10000);
+	h = self_of("heavy");
+	l = self_of("light");
+	integ_note("l1 ended: h2 %s, l2 %s; use heavy %.4f node-s (tag %.4f), light %.4f (tag %.4f)",
+		   st, state_of("light", "l2"), jnum(h, "fair.usage_node_seconds"), jnum(h, "fair.tag"),
+		   jnum(l, "fair.usage_node_seconds"), jnum(l, "fair.tag"));
+	assert_string_equal(state_of("light", "l2"), "queued");
+	/* the premise: heavy used more; over its weight it is the smaller */
+	assert_true(jnum(h, "fair.usage_node_seconds") > jnum(l, "fair.usage_node_seconds"));
+	assert_true(jnum(h, "fair.usage_node_seconds") / 4 < jnum(l, "fair.usage_node_seconds"));
+	json_decref(h);
+	json_decref(l);
+	assert_true(started_ms("heavy", "h2") < started_ms("light", "l2"));
+	json_decref(wait_final_as(tn("heavy"), "h1", 10000));
+	json_decref(wait_final_as(tn("light"), "l1", 10000));
+	agent_finish();
+	assert_clean(*state);
+}
+
+/*
+ * Priority within one tenant, through the API: behind another tenant's
+ * call holding the one slot, "prio" queues priorities 2, 9, 5, 9; they
+ * start 9 (the first), 9 (the second), 5, 2.
+ */
+static void test_budgets_priority_within_tenant(void **state)
+{
+	static const struct { const char *id; int priority; } calls[] = {
+		{ "p2", 2 }, { "p9a", 9 }, { "p5", 5 }, { "p9b", 9 },
+	};
+	static const char *const order[] = { "p9a", "p9b", "p5", "p2" };
+	json_t *req, *e = NULL;
+	double at[4];
+	unsigned int i;
+
+	agent_start(1, 16, NULL);
+	assert_int_equal(post("a", "r0", NULL, NULL, "bm-sleeper", "30000", NULL), 201);
+	for (i = 0; i < 4; i++) {
+		req = launch_req(calls[i].id, "bm-sleeper", "200", NULL);
+		json_object_set_new(req, "tenant", json_string(tn("prio")));
+		json_object_set_new(req, "priority", json_integer(calls[i].priority));
+		assert_int_equal(call("POST", "/v1/effects", req, &e), 202);
+		assert_int_equal(jint(e, "priority"), calls[i].priority);
+		json_decref(e);
+		e = NULL;
+	}
+	cancel("a", "r0");
+	for (i = 0; i < 4; i++)
+		at[i] = started_ms("prio", order[i]);
+	integ_note("started at +%.0f, +%.0f, +%.0f ms after the first (priorities 9, 9, 5, 2)",
+		   at[1] - at[0], at[2] - at[0], at[3] - at[0]);
+	for (i = 1; i < 4; i++)
+		assert_true(at[i - 1] < at[i]);
+	json_decref(wait_final_as(tn("a"), "r0", 10000));
+	agent_finish();
+	assert_clean(*state);
+}
+
 /* The pressure file the agent reads (a cgroup's cpu.pressure is read the same way). */
 static char psi[PATH_MAX + 32];
 
@@ -1148,6 +1295,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_budgets_io_over_budget, setup_io, teardown_io),
 		cmocka_unit_test_setup_teardown(test_budgets_launches_and_queue_share, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_quiet_starts_before_busy, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_weighted_queue_share, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_weights_in_fair_order, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_priority_within_tenant, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_pressure_attributed, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_memory_pressure_holds_top, setup_b,
 						agent_fx_teardown),
