@@ -3,18 +3,18 @@
  * Fairness over time, against a real agent (user/agent/tenant.c, budget.c,
  * fair.c): a tenant over its CPU budget gets 429 with Retry-After and the
  * budget named, its running effect is held to a cap by the kernel and its
- * queued call waits while another tenant's starts; a sleeping effect's
+ * queued call waits while another tenant's starts; a retry before
+ * Retry-After is 429 again, one at it is admitted; a sleeping effect's
  * memory is charged all the same; bytes sent on loopback and written with
  * O_DIRECT are charged to their budgets to the byte, and refuse the same
- * way; launches go by their own bucket; one
- * tenant cannot fill the queue, and a tenant of weight 2 holds twice the
- * share; a quiet tenant starts before a busy one, and a heavier weight
- * before a lighter that used less; priority orders one tenant's calls;
- * the node's pressure is attributed to its top contributor, which alone is
- * throttled (in the kernel: cpu.max or a v1 twin's cfs quota) and held,
- * and for memory held only, never capped; GET /v1/tenants/self and
- * /metrics show it all. And
- * the fleet rules for tenants by promtool, on synthetic series.
+ * way; launches go by their own bucket; one tenant cannot fill the queue,
+ * and a tenant of weight 2 holds twice the share; a quiet tenant starts
+ * before a busy one, and a heavier weight before a lighter that used less;
+ * priority orders one tenant's calls; the node's pressure is attributed to
+ * its top contributor, which alone is throttled (in the kernel: cpu.max or
+ * a v1 twin's cfs quota) and held, or for memory held only, never capped;
+ * GET /v1/tenants/self and /metrics show it all. And the fleet rules for
+ * tenants by promtool, on synthetic series.
  *
  * Root names the tenant of each request ("tenant" in the body, ?tenant=
  * in a GET); every tenant carries the run's token.
