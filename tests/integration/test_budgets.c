@@ -232,6 +232,13 @@ static void cancel(const char *t, const char *id)
 	json_decref(e);
 }
 
+/* Cancel tenant t's effect id and wait for its end: its final view (a new reference). */
+static json_t *cancel_wait(const char *t, const char *id)
+{
+	cancel(t, id);
+	return wait_final_as(tn(t), id, 10000);
+}
+
 /* /metrics from the agent (malloc'd). */
 static char *scrape(void)
 {
@@ -809,52 +816,60 @@ static void test_budgets_quiet_starts_before_busy(void **state)
 }
 
 /*
- * Weights share the queue: tenant "w2" has weight 2. Alone it may hold
+ * Weights share the queue: tenant "w" has weight 2. Alone it may hold
  * max_queued (12) x 2 / (2 + a newcomer's 1) = 8 calls (weight 1: 6); then
  * "b", weight 1, finds 12 x 1 / (1 + 2 + 1) = 3.
  */
-static void test_budgets_weighted_queue_share(void **state)
+/* Tenant t queues n calls (ids t0, t1...): its share; the next is 429 for its queue share. */
+static void fill_share(const char *t, unsigned int n)
 {
-	char extra[512], id[16];
-	json_t *e = NULL, *s;
+	json_t *e = NULL;
+	char id[32];
 	unsigned int i;
 
+	for (i = 0; i <= n; i++) {
+		snprintf(id, sizeof(id), "%s%u", t, i);
+		assert_int_equal(post(t, id, i < n ? NULL : &e, NULL, "bm-sleeper", "10", NULL),
+				 i < n ? 202 : 429);
+	}
+	assert_string_equal(jstr(e, "budget"), "queue_share");
+	json_decref(e);
+}
+
+/* The n calls fill_share() queued for t end. */
+static void wait_share(const char *t, unsigned int n)
+{
+	char id[32];
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(id, sizeof(id), "%s%u", t, i);
+		json_decref(wait_final_as(tn(t), id, 15000));
+	}
+}
+
+static void test_budgets_weighted_queue_share(void **state)
+{
+	char extra[512];
+	json_t *s;
+
 	snprintf(extra, sizeof(extra), "budgets:\n  tenants:\n    - { tenant: %s, weight: 2 }\n",
-		 tn("w2"));
+		 tn("w"));
 	agent_start(1, 12, extra);
 	assert_int_equal(post("a", "r0", NULL, NULL, "bm-sleeper", "30000", NULL), 201);
-	s = self_of("w2");
+	s = self_of("w");
 	assert_true(jnum(s, "weight") == 2);
 	assert_int_equal(jint(s, "queue_share"), 8);
 	json_decref(s);
-	for (i = 0; i < 8; i++) {
-		snprintf(id, sizeof(id), "w%u", i);
-		assert_int_equal(post("w2", id, NULL, NULL, "bm-sleeper", "10", NULL), 202);
-	}
-	assert_int_equal(post("w2", "w8", &e, NULL, "bm-sleeper", "10", NULL), 429);
-	assert_string_equal(jstr(e, "budget"), "queue_share");
-	json_decref(e);
-	e = NULL;
-	for (i = 0; i < 3; i++) {
-		snprintf(id, sizeof(id), "b%u", i);
-		assert_int_equal(post("b", id, NULL, NULL, "bm-sleeper", "10", NULL), 202);
-	}
-	assert_int_equal(post("b", "b3", &e, NULL, "bm-sleeper", "10", NULL), 429);
-	assert_string_equal(jstr(e, "budget"), "queue_share");
-	json_decref(e);
+	fill_share("w", 8);
+	fill_share("b", 3);
 	s = self_of("b");
 	assert_int_equal(jint(s, "queued"), 3);
 	assert_int_equal(jint(s, "queue_share"), 3);
 	json_decref(s);
 	cancel("a", "r0");
-	for (i = 0; i < 8; i++) {
-		snprintf(id, sizeof(id), "w%u", i);
-		json_decref(wait_final_as(tn("w2"), id, 15000));
-	}
-	for (i = 0; i < 3; i++) {
-		snprintf(id, sizeof(id), "b%u", i);
-		json_decref(wait_final_as(tn("b"), id, 15000));
-	}
+	wait_share("w", 8);
+	wait_share("b", 3);
 	json_decref(wait_final_as(tn("a"), "r0", 10000));
 	agent_finish();
 	assert_clean(*state);
@@ -1082,13 +1097,11 @@ static void test_budgets_pressure_attributed(void **state)
 	assert_false(yields);
 	json_decref(wait_final_as(tn("top"), "t2", 10000));
 	json_decref(wait_final_as(tn("calm"), "c2", 10000));
-	cancel("top", "t1");
-	cancel("calm", "c1");
-	h = wait_final_as(tn("top"), "t1", 10000);
+	h = cancel_wait("top", "t1");
 	assert_true(has_action(h, "throttle", "node_pressure"));
 	assert_true(has_action(h, "unthrottle", "node_pressure"));
 	json_decref(h);
-	json_decref(wait_final_as(tn("calm"), "c1", 10000));
+	json_decref(cancel_wait("calm", "c1"));
 	/* the agent said so, naming the tenant and its effect */
 	log = NULL;
 	{
@@ -1248,12 +1261,10 @@ static void test_budgets_memory_pressure_holds_top(void **state)
 	json_decref(s);
 	json_decref(wait_final_as(tn("big"), "b2", 10000));
 	json_decref(wait_final_as(tn("spin"), "s2", 10000));
-	cancel("big", "b1");
-	cancel("spin", "s1");
-	h = wait_final_as(tn("big"), "b1", 10000);
+	h = cancel_wait("big", "b1");
 	assert_false(has_action(h, "throttle", "node_pressure"));
 	json_decref(h);
-	json_decref(wait_final_as(tn("spin"), "s1", 10000));
+	json_decref(cancel_wait("spin", "s1"));
 	log = agent_log();
 	assert_non_null(strstr(log, "node pressure: MemAvailable below admit_mem_available; top tenants"));
 	assert_non_null(strstr(log, "node pressure: holding tenant"));
