@@ -191,7 +191,7 @@ static double kernel_cap(const char *t, const char *id, bool *lowest)
 	snprintf(self, sizeof(self), "/proc/%d/cgroup", (int)ag.pid);
 	assert_int_equal(bm_cgroup_env_detect("/proc/self/mountinfo", self, &env), 0);
 	if (!env.v1_mount[BM_V1_CPU][0])
-		fail_msg("%s has no cpu.max and the node no v1 cpu hierarchy: nothing can cap it", cg);
+		fail_msg("%s has no cpu.max and the node no v1 cpu hierarchy: nothing caps it", cg);
 	snprintf(dir, sizeof(dir), "%s%s%s", env.v1_mount[BM_V1_CPU],
 		 strcmp(env.v1_self[BM_V1_CPU], "/") ? env.v1_self[BM_V1_CPU] : "", name);
 	json_decref(e);
@@ -468,7 +468,8 @@ static void test_budgets_retry_after_holds(void **state)
 			usleep(20000);
 		s = self_of("retry");
 	}
-	integ_note("exhausted after %.1f s: %.3f CPU-s used", t / 1e3, jnum(s, "budgets.cpu_seconds.used"));
+	integ_note("exhausted after %.1f s: %.3f CPU-s used", t / 1e3,
+		   jnum(s, "budgets.cpu_seconds.used"));
 	assert_true(jtrue(s, "budgets.cpu_seconds.exhausted"));
 	level[0] = jnum(s, "budgets.cpu_seconds.level");
 	json_decref(s);
@@ -1028,7 +1029,7 @@ static void test_budgets_pressure_attributed(void **state)
 	assert_true(fabs(jnum(top, "cap_cores") - 0.8 * ncpu / 2) < 1e-9);
 	json_decref(top);
 	assert_string_equal(wait_leaves("top", "t1", "running", 2000), "throttled");
-	/* and the kernel holds t1 to it (cpu.max, or its v1 twin's cfs quota), at the lowest weight */
+	/* and the kernel holds t1 to it (cpu.max, or a v1 twin's cfs quota), at the lowest weight */
 	yields = false;
 	cap = kernel_cap("top", "t1", &yields);
 	integ_note("t1's cap in the kernel: %.3f cores, lowest weight %d", cap, yields);
@@ -1266,7 +1267,8 @@ static void test_budgets_memory_pressure_holds_top(void **state)
 	json_decref(h);
 	json_decref(cancel_wait("spin", "s1"));
 	log = agent_log();
-	assert_non_null(strstr(log, "node pressure: MemAvailable below admit_mem_available; top tenants"));
+	assert_non_null(strstr(log, "node pressure: MemAvailable below admit_mem_available; top "
+				    "tenants"));
 	assert_non_null(strstr(log, "node pressure: holding tenant"));
 	assert_null(strstr(log, "node pressure: throttling tenant"));
 	agent_finish();

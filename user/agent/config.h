@@ -37,7 +37,7 @@ struct bm_tenant_budget {
 /* What admission does while the node is over admit_cpu_pressure or admit_mem_available. */
 enum bm_pressure_action {
 	BM_PRESSURE_PAUSE,		/* nothing starts */
-	BM_PRESSURE_THROTTLE_TOP,	/* the top contributor held (CPU: capped too); others start */
+	BM_PRESSURE_THROTTLE_TOP,	/* the top contributor held (CPU: capped); others start */
 };
 
 struct bm_agent_cfg {

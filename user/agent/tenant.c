@@ -386,11 +386,12 @@ static void throttle_top(struct bm_agent *a, uint64_t now, bool over)
 		if (!any || now - p->under_ns < PRESSURE_CALM_NS)
 			return;
 		for (i = 0; any && i < a->n_tenants; i++) {
-			if (a->tenants[i].pressure)
-				bm_info("node pressure is over: tenant %s %s again", a->tenants[i].name,
-					a->tenants[i].pressure_mem ? "may start effects"
-								   : "runs unthrottled");
-			a->tenants[i].pressure = a->tenants[i].pressure_mem = false;
+			struct ag_tenant_count *t = &a->tenants[i];
+
+			if (t->pressure)
+				bm_info("node pressure is over: tenant %s %s again", t->name,
+					t->pressure_mem ? "may start effects" : "runs unthrottled");
+			t->pressure = t->pressure_mem = false;
 		}
 		return;
 	}
@@ -412,8 +413,8 @@ static void throttle_top(struct bm_agent *a, uint64_t now, bool over)
 		 * only one above its share: a node that is simply full pauses, as
 		 * without; one held for memory may yet be capped for CPU
 		 */
-		if ((t->pressure && (p->over_mem || !t->pressure_mem)) || !t->running || !(sum > 0) ||
-		    v / sum <= t->bud.cfg.weight / wsum || v <= best)
+		if ((t->pressure && (p->over_mem || !t->pressure_mem)) || !t->running ||
+		    !(sum > 0) || v / sum <= t->bud.cfg.weight / wsum || v <= best)
 			continue;
 		best = v;
 		top = t;
@@ -424,12 +425,12 @@ static void throttle_top(struct bm_agent *a, uint64_t now, bool over)
 	top->pressure_mem = p->over_mem;
 	top->pressure_at_ns = now;
 	if (p->over_mem)
-		bm_warn("node pressure: holding tenant %s's queue, its top contributor (%.0f%% of the "
-			"memory effects hold, its share %.0f%%)",
+		bm_warn("node pressure: holding tenant %s's queue, its top contributor (%.0f%% of "
+			"the memory effects hold, its share %.0f%%)",
 			top->name, 100 * best / sum, 100 * top->bud.cfg.weight / wsum);
 	else
-		bm_warn("node pressure: throttling tenant %s, its top contributor (%.0f%% of the CPU "
-			"effects use, its share %.0f%%)",
+		bm_warn("node pressure: throttling tenant %s, its top contributor (%.0f%% of the "
+			"CPU effects use, its share %.0f%%)",
 			top->name, 100 * best / sum, 100 * top->bud.cfg.weight / wsum);
 }
 
@@ -735,8 +736,9 @@ json_t *ag_pressure_json(struct bm_agent *a, bool names)
 
 		json_array_append_new(
 			tt,
-			json_pack("{s:s, s:f, s:f, s:f, s:b, s:b}", "tenant", p->top_tenants[i].tenant,
-				  "cpu_cores", p->top_tenants[i].cpu_cores, "memory_bytes",
+			json_pack("{s:s, s:f, s:f, s:f, s:b, s:b}", "tenant",
+				  p->top_tenants[i].tenant, "cpu_cores",
+				  p->top_tenants[i].cpu_cores, "memory_bytes",
 				  p->top_tenants[i].memory_bytes, "share", p->top_tenants[i].share,
 				  "held", t && t->pressure, "throttled", t && pressure_cpu(t)));
 	}
