@@ -69,6 +69,7 @@ static void check_cfg(const struct bm_agent_cfg *c)
 	      "pressure_action %d", (int)c->pressure_action);
 	check_path("admit_cpu_pressure_file", c->admit_cpu_pressure_file,
 		   sizeof(c->admit_cpu_pressure_file));
+	check_path("admit_meminfo_file", c->admit_meminfo_file, sizeof(c->admit_meminfo_file));
 	CHECK(c->n_budgets <= BM_AGENT_MAX_TENANTS, "n_budgets %u", c->n_budgets);
 	check_budget("budgets.default", &c->budget);
 	for (i = 0; i < c->n_budgets; i++) {

@@ -3,16 +3,24 @@
  * Fairness over time, against a real agent (user/agent/tenant.c, budget.c,
  * fair.c): a tenant over its CPU budget gets 429 with Retry-After and the
  * budget named, its running effect is held to a cap by the kernel and its
- * queued call waits while another tenant's starts; a sleeping effect's
- * memory is charged all the same; launches go by their own bucket; one
- * tenant cannot fill the queue; a quiet tenant starts before a busy one;
- * the node's pressure is attributed to its top contributor, which alone is
- * throttled and held; GET /v1/tenants/self and /metrics show it all. And
- * the fleet rules for tenants by promtool, on synthetic series.
+ * queued call waits while another tenant's starts; a retry before
+ * Retry-After is 429 again, one at it is admitted; a sleeping effect's
+ * memory is charged all the same; bytes sent on loopback and written with
+ * O_DIRECT are charged to their budgets to the byte, and refuse the same
+ * way; launches go by their own bucket; one tenant cannot fill the queue,
+ * and a tenant of weight 2 holds twice the share; a quiet tenant starts
+ * before a busy one, and a heavier weight before a lighter that used less;
+ * priority orders one tenant's calls; the node's pressure is attributed to
+ * its top contributor, which alone is throttled (in the kernel: cpu.max or
+ * a v1 twin's cfs quota) and held, or for memory held only, never capped;
+ * GET /v1/tenants/self and /metrics show it all. And the fleet rules for
+ * tenants by promtool, on synthetic series.
  *
  * Root names the tenant of each request ("tenant" in the body, ?tenant=
  * in a GET); every tenant carries the run's token.
  */
+#include <sys/sysmacros.h>
+
 #include "runner.h"
 #include "agent_fx.h"
 #include "prom_fx.h"
@@ -25,9 +33,12 @@ static int setup_b(void **state)
 	return agent_fx_setup(state, "budgets", "bmit-budgets");
 }
 
-/* The agent with the queue's limits, a /metrics port, and extra config (budgets...). */
-static void agent_start_p(unsigned int max_running, unsigned int max_queued, unsigned int pressure,
-			  const char *extra)
+/*
+ * The agent with the queue's limits, a /metrics port, its admission bounds
+ * (PSI cpu some %, MemAvailable), and extra config (budgets...).
+ */
+static void agent_start_m(unsigned int max_running, unsigned int max_queued, unsigned int pressure,
+			  const char *mem_available, const char *extra)
 {
 	char listen[64];
 	int unused;
@@ -35,9 +46,17 @@ static void agent_start_p(unsigned int max_running, unsigned int max_queued, uns
 	free_ports(&metrics_port, &unused);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", metrics_port);
 	agent_start_cfg(listen, "max_running: %u\nmax_queued: %u\ntenant_max_running: 100\n"
-			"admit_cpu_pressure: %u\nadmit_mem_available: 0\nsocket_mode: \"0666\"\n"
+			"admit_cpu_pressure: %u\nadmit_mem_available: %s\nsocket_mode: \"0666\"\n"
 			"tenants:\n  - { uid: 0, tenant: %s }\n  - { uid: %d, tenant: %s-other }\n%s",
-			max_running, max_queued, pressure, token, NOBODY, token, extra ? extra : "");
+			max_running, max_queued, pressure, mem_available, token, NOBODY, token,
+			extra ? extra : "");
+}
+
+/* The same, never paused by the node's memory (other work on the machine). */
+static void agent_start_p(unsigned int max_running, unsigned int max_queued, unsigned int pressure,
+			  const char *extra)
+{
+	agent_start_m(max_running, max_queued, pressure, "0", extra);
 }
 
 /* The same, never paused by the node's own pressure (other work on the machine). */
@@ -119,6 +138,74 @@ static const char *state_of(const char *t, const char *id)
 	return st[i];
 }
 
+/* The first line of dir/file into buf (fails if there is none). */
+static void read_line(const char *dir, const char *file, char *buf, size_t len)
+{
+	char path[PATH_MAX * 2];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "re");
+	if (!f || !fgets(buf, (int)len, f))
+		fail_msg("cannot read %s: %s", path, strerror(errno));
+	fclose(f);
+}
+
+/*
+ * The CPU cap the kernel holds tenant t's effect id to, in cores (0: none),
+ * and whether it is at the lowest CPU weight (it yields): its cgroup's
+ * cpu.max and cpu.weight on cgroup v2, else (a hybrid host: the cpu
+ * controller on v1) its v1 twin's cpu.cfs_quota_us over cpu.cfs_period_us
+ * and cpu.shares, the twin beside the agent's own v1 cpu cgroup, named as
+ * the effect's cgroup.
+ */
+static double kernel_cap(const char *t, const char *id, bool *lowest)
+{
+	char path[PATH_MAX * 2 + 16], dir[PATH_MAX * 2], line[128], self[64];
+	struct bm_cgroup_env env;
+	double quota, period;
+	const char *cg, *name;
+	json_t *e = NULL;
+
+	snprintf(path, sizeof(path), "/v1/effects/%s?tenant=%s", id, tn(t));
+	assert_int_equal(call("GET", path, NULL, &e), 200);
+	cg = jstr(e, "cgroup");
+	name = strrchr(cg, '/');
+	assert_non_null(name);
+	snprintf(dir, sizeof(dir), "%s", cg);
+	snprintf(path, sizeof(path), "%s/cpu.max", dir);
+	if (!access(path, F_OK)) {
+		read_line(dir, "cpu.max", line, sizeof(line));
+		json_decref(e);
+		if (lowest) {
+			char w[32];
+
+			read_line(dir, "cpu.weight", w, sizeof(w));
+			*lowest = atoi(w) == 1;
+		}
+		if (!strncmp(line, "max", 3))
+			return 0;
+		assert_int_equal(sscanf(line, "%lf %lf", &quota, &period), 2);
+		return quota / period;
+	}
+	snprintf(self, sizeof(self), "/proc/%d/cgroup", (int)ag.pid);
+	assert_int_equal(bm_cgroup_env_detect("/proc/self/mountinfo", self, &env), 0);
+	if (!env.v1_mount[BM_V1_CPU][0])
+		fail_msg("%s has no cpu.max and the node no v1 cpu hierarchy: nothing caps it", cg);
+	snprintf(dir, sizeof(dir), "%s%s%s", env.v1_mount[BM_V1_CPU],
+		 strcmp(env.v1_self[BM_V1_CPU], "/") ? env.v1_self[BM_V1_CPU] : "", name);
+	json_decref(e);
+	read_line(dir, "cpu.cfs_quota_us", line, sizeof(line));
+	quota = atof(line);
+	read_line(dir, "cpu.cfs_period_us", line, sizeof(line));
+	period = atof(line);
+	if (lowest) {
+		read_line(dir, "cpu.shares", line, sizeof(line));
+		*lowest = atoi(line) <= 10;
+	}
+	return quota > 0 && period > 0 ? quota / period : 0;
+}
+
 /* Poll (every 20 ms, up to ms) until tenant t's effect id leaves state `from`; its new state. */
 static const char *wait_leaves(const char *t, const char *id, const char *from, int ms)
 {
@@ -143,6 +230,13 @@ static void cancel(const char *t, const char *id)
 	snprintf(path, sizeof(path), "/v1/effects/%s/cancel?tenant=%s", id, tn(t));
 	(void)call("POST", path, NULL, &e);
 	json_decref(e);
+}
+
+/* Cancel tenant t's effect id and wait for its end: its final view (a new reference). */
+static json_t *cancel_wait(const char *t, const char *id)
+{
+	cancel(t, id);
+	return wait_final_as(tn(t), id, 10000);
 }
 
 /* /metrics from the agent (malloc'd). */
@@ -209,6 +303,7 @@ static void test_budgets_cpu_over_budget(void **state)
 	unsigned int retry = 0;
 	double cpu_used, cpu_out, used_exh, t_exh, wall, held;
 	char extra[512], *m;
+	bool yields;
 	uint64_t t0;
 	const char *st;
 	int t;
@@ -262,6 +357,9 @@ static void test_budgets_cpu_over_budget(void **state)
 	assert_int_equal(jint(s, "running"), 1);
 	assert_true(fabs(jnum(s, "cap_cores") - 0.04) < 1e-9);
 	assert_true(jtrue(s, "yielding"));
+	yields = false;
+	assert_true(fabs(kernel_cap("hog", "h1", &yields) - 0.04) < 1e-3);
+	assert_true(yields);
 	assert_true(jnum(s, "budgets.cpu_seconds.level") < 0.075);
 	assert_true(jint(s, "budgets.cpu_seconds.retry_after_s") >= 1);
 	assert_int_equal(jint(s, "budgets.cpu_seconds.exhaustions"), 1);
@@ -343,6 +441,79 @@ static void test_budgets_cpu_over_budget(void **state)
 }
 
 /*
+ * Retry-After is when a retry is admitted: tenant "retry" has 1 CPU-s of
+ * burst at 0.25 cores; its two-thread hog empties the bucket and runs on,
+ * held to 0.2 cores (0.8 x the rate). It goes on charging, so the bucket
+ * gets back to a quarter of its burst at 0.05 CPU-s a second, not 0.25, and
+ * Retry-After counts with that. A retry in half the time the bucket would
+ * take with nothing running is 429 again; one at Retry-After is admitted.
+ */
+static void test_budgets_retry_after_holds(void **state)
+{
+	const double rate = 0.25, burst = 1, cap = 0.8 * rate;
+	double level[2], lo, hi, early;
+	unsigned int retry = 0, again = 0;
+	json_t *s = NULL, *e = NULL;
+	char extra[512];
+	uint64_t t429;
+	int t;
+
+	snprintf(extra, sizeof(extra), "budgets:\n  tenants:\n    - tenant: %s\n"
+		 "      cpu_seconds: { rate: 0.25, burst: 1 }\n", tn("retry"));
+	agent_start(4, 16, extra);
+	assert_int_equal(post("retry", "r1", NULL, NULL, "bm-hog", "60", "2", NULL), 201);
+	for (t = 0; t < 30000 && !(s && jtrue(s, "budgets.cpu_seconds.exhausted")); t += 20) {
+		json_decref(s);
+		if (t)
+			usleep(20000);
+		s = self_of("retry");
+	}
+	integ_note("exhausted after %.1f s: %.3f CPU-s used", t / 1e3,
+		   jnum(s, "budgets.cpu_seconds.used"));
+	assert_true(jtrue(s, "budgets.cpu_seconds.exhausted"));
+	level[0] = jnum(s, "budgets.cpu_seconds.level");
+	json_decref(s);
+	assert_int_equal(post("retry", "r2", &e, &retry, "bm-sleeper", "10", NULL), 429);
+	t429 = now_ns();
+	json_decref(e);
+	e = NULL;
+	s = self_of("retry");
+	level[1] = jnum(s, "budgets.cpu_seconds.level");
+	assert_true(fabs(jnum(s, "cap_cores") - cap) < 1e-9);
+	json_decref(s);
+	/* what is left to refill, bracketed by the looks before and after the 429 */
+	lo = burst / 4 - fmax(level[0], level[1]);
+	hi = burst / 4 - fmin(level[0], level[1]);
+	early = lo / rate / 2;
+	integ_note("level %.3f..%.3f CPU-s: %.3f to go; Retry-After %u s (%.1f at the rate less "
+		   "the cap, %.1f at the rate); a retry at %.2f s, then at %u s", level[0], level[1],
+		   hi, retry, hi / (rate - cap), hi / rate, early, retry);
+	/* counted with what the capped effect goes on using (not to go / rate): within a read */
+	assert_true(retry >= floor(lo / (rate - cap) - 0.5));
+	assert_true(retry <= ceil(hi / (rate - cap) + 0.5));
+	/* well before: even with nothing running the bucket could not be back */
+	usleep((useconds_t)(early * 1e6));
+	assert_true((double)(now_ns() - t429) / 1e9 < lo / rate);
+	assert_int_equal(post("retry", "r3", &e, &again, "bm-sleeper", "10", NULL), 429);
+	assert_string_equal(jstr(e, "budget"), "cpu_seconds");
+	assert_true(again >= 1 && again <= retry);
+	json_decref(e);
+	/* at Retry-After: admitted, though r1 has run on at its cap all along */
+	while (now_ns() - t429 < (uint64_t)retry * 1000000000ULL)
+		usleep(10 * 1000);
+	s = self_of("retry");
+	integ_note("at Retry-After: level %.3f CPU-s (a quarter of the burst: %.2f), r1 %s",
+		   jnum(s, "budgets.cpu_seconds.level"), burst / 4, state_of("retry", "r1"));
+	json_decref(s);
+	assert_int_equal(post("retry", "r4", NULL, NULL, "bm-sleeper", "10", NULL), 201);
+	cancel("retry", "r1");
+	json_decref(wait_final_as(tn("retry"), "r1", 10000));
+	json_decref(wait_final_as(tn("retry"), "r4", 10000));
+	agent_finish();
+	assert_clean(*state);
+}
+
+/*
  * A sleeping effect is not read, yet the memory it holds is charged every
  * tick: 64 MiB held is 1/16 GiB-s a second, and a budget of 0.05 GiB-s
  * runs out within a second of holding.
@@ -393,6 +564,151 @@ static void test_budgets_sleeping_memory_is_charged(void **state)
 	assert_string_equal(jstr(e, "state"), "succeeded");
 	json_decref(e);
 	agent_finish();
+	assert_clean(*state);
+}
+
+/*
+ * A flow budget that caps nothing: tenant "flow" has 4 MiB of burst at
+ * 1 MiB/s of budget (name); its one effect (wl_name and args) moves 16 MiB
+ * and ends, leaving the bucket in debt by what it moved beyond the burst.
+ * The bucket was charged, window by window, what the outcome says the
+ * effect moved (outcome_keys, summed), to the byte; the next POST is 429
+ * naming the budget, and its Retry-After is the debt and the margin (a
+ * quarter of the burst) at the rate, less what refilled since the bucket
+ * began; another tenant's call starts. Returns the bytes moved.
+ */
+static double flow_over_budget(const char *name, const char *metric_name,
+			       const char *const outcome_keys[], const char *wl_name, ...)
+{
+	const double burst = 4 * MIB, rate = MIB;
+	json_t *req, *o = NULL, *e = NULL, *s = NULL;
+	double moved = 0, left_s;
+	unsigned int retry = 0, i;
+	char extra[512], path[64], *m;
+	uint64_t t0;
+	va_list ap;
+	int t;
+
+	snprintf(extra, sizeof(extra), "budgets:\n  tenants:\n    - tenant: %s\n"
+		 "      %s: { rate: 1Mi, burst: 4Mi }\n", tn("flow"), name);
+	agent_start(4, 16, extra);
+	t0 = now_ns();
+	va_start(ap, wl_name);
+	req = vlaunch_req("f1", wl_name, ap);
+	va_end(ap);
+	json_object_set_new(req, "tenant", json_string(tn("flow")));
+	assert_int_equal(call("POST", "/v1/effects", req, &o), 201);
+	json_decref(o);
+	o = wait_final_as(tn("flow"), "f1", 60000);
+	assert_string_equal(jstr(o, "state"), "succeeded");
+	for (i = 0; outcome_keys[i]; i++) {
+		snprintf(path, sizeof(path), "outcome.totals.%s", outcome_keys[i]);
+		moved += jnum(o, path);
+	}
+	json_decref(o);
+	/* its last windows are charged at its end: by the next tick at the latest */
+	snprintf(path, sizeof(path), "budgets.%s.exhausted", name);
+	for (t = 0; t < 2000 && !(s && jtrue(s, path)); t += 20) {
+		json_decref(s);
+		if (t)
+			usleep(20000);
+		s = self_of("flow");
+	}
+	snprintf(path, sizeof(path), "budgets.%s.used", name);
+	integ_note("%s: the outcome says %.0f bytes, the bucket was charged %.0f", name, moved,
+		   jnum(s, path));
+	assert_true(moved >= 16 * MIB);
+	assert_true(jnum(s, path) == moved);
+	snprintf(path, sizeof(path), "budgets.%s.exhausted", name);
+	assert_true(jtrue(s, path));
+	assert_string_equal(jstr(s, "held_by"), name);
+	/* no CPU cap for bytes: its queue waits, its POSTs are refused */
+	assert_true(jnum(s, "cap_cores") == 0);
+	json_decref(s);
+
+	assert_int_equal(post("flow", "f2", &e, &retry, "bm-sleeper", "10", NULL), 429);
+	left_s = (double)(now_ns() - t0) / 1e9;
+	integ_note("429: %s (Retry-After %u, %.2f s after the bucket began)", jstr(e, "error"), retry,
+		   left_s);
+	assert_string_equal(jstr(e, "budget"), name);
+	assert_non_null(strstr(jstr(e, "error"), name));
+	assert_int_equal(jint(e, "retry_after_s"), retry);
+	/* nothing of it runs: (margin + debt) / rate, the debt less at most left_s of refill */
+	assert_true(retry <= ceil((burst / 4 + moved - burst) / rate));
+	assert_true(retry >= floor((burst / 4 + moved - burst) / rate - left_s));
+	json_decref(e);
+	assert_int_equal(post("calm", "c1", NULL, NULL, "bm-sleeper", "10", NULL), 201);
+	json_decref(wait_final_as(tn("calm"), "c1", 10000));
+
+	m = scrape();
+	assert_true(metric(m, metric_name, lab("flow", NULL)) == moved);
+	snprintf(extra, sizeof(extra), "budget=\"%s\"", name);
+	assert_true(metric(m, "burstmeter_tenant_budget_exhausted", lab("flow", extra)) == 1);
+	assert_true(metric(m, "burstmeter_tenant_budget_exhausted", lab("calm", extra)) == 0);
+	snprintf(extra, sizeof(extra), "reason=\"%s\"", name);
+	assert_true(metric(m, "burstmeter_tenant_refusals_total", lab("flow", extra)) == 1);
+	free(m);
+	agent_finish();
+	return moved;
+}
+
+/* net_tx_bytes: 16 MiB sent on loopback (bm-netburst: a receiver it forks, exactly so many). */
+static void test_budgets_net_tx_over_budget(void **state)
+{
+	static const char *const keys[] = { "net_tx_bytes", NULL };
+
+	assert_true(flow_over_budget("net_tx_bytes", "burstmeter_tenant_net_tx_bytes_total", keys,
+				     "bm-netburst", "16777216", "100", NULL) == 16 * MIB);
+	assert_clean(*state);
+}
+
+/* A directory on a block device every tenant's uid may write to ($BM_IO_DIR, else /var/tmp). */
+static char io_dir[PATH_MAX];
+
+static int setup_io(void **state)
+{
+	const char *env = getenv("BM_IO_DIR"), *base = env && *env ? env : "/var/tmp";
+	struct stat st;
+
+	io_dir[0] = '\0';
+	if (stat(base, &st) || major(st.st_dev) == 0) {
+		/* a place on no block device is a broken setup, never a skip */
+		print_error("%s is on no block device for the I/O budget: set BM_IO_DIR\n", base);
+		return -1;
+	}
+	snprintf(io_dir, sizeof(io_dir), "%s/bm-budgets.XXXXXX", base);
+	if (!mkdtemp(io_dir) || chmod(io_dir, 01777)) {
+		print_error("failed to make %s: %s\n", io_dir, strerror(errno));
+		io_dir[0] = '\0';
+		return -1;
+	}
+	return setup_b(state);
+}
+
+static int teardown_io(void **state)
+{
+	if (io_dir[0])
+		rm_rf(io_dir);
+	io_dir[0] = '\0';
+	return agent_fx_teardown(state);
+}
+
+/*
+ * io_bytes: bm-io writes 16 MiB with O_DIRECT (every byte a bio of its own,
+ * nothing left in the page cache to be written back by somebody else).
+ */
+static void test_budgets_io_over_budget(void **state)
+{
+	static const char *const keys[] = { "io_read_bytes", "io_write_bytes", NULL };
+	char data[PATH_MAX + 16], truth[PATH_MAX + 16];
+	double moved;
+
+	snprintf(data, sizeof(data), "%s/data", io_dir);
+	snprintf(truth, sizeof(truth), "%s/truth", io_dir);
+	moved = flow_over_budget("io_bytes", "burstmeter_tenant_io_bytes_total", keys, "bm-io",
+				 "dio", data, "16", "100", "0", truth, NULL);
+	/* what it wrote, and no more than its own few blocks of metadata beside */
+	assert_between(moved, 16 * MIB, 17 * MIB);
 	assert_clean(*state);
 }
 
@@ -500,6 +816,159 @@ static void test_budgets_quiet_starts_before_busy(void **state)
 	assert_clean(*state);
 }
 
+/*
+ * Weights share the queue: tenant "w" has weight 2. Alone it may hold
+ * max_queued (12) x 2 / (2 + a newcomer's 1) = 8 calls (weight 1: 6); then
+ * "b", weight 1, finds 12 x 1 / (1 + 2 + 1) = 3.
+ */
+/* Tenant t queues n calls (ids t0, t1...): its share; the next is 429 for its queue share. */
+static void fill_share(const char *t, unsigned int n)
+{
+	json_t *e = NULL;
+	char id[32];
+	unsigned int i;
+
+	for (i = 0; i <= n; i++) {
+		snprintf(id, sizeof(id), "%s%u", t, i);
+		assert_int_equal(post(t, id, i < n ? NULL : &e, NULL, "bm-sleeper", "10", NULL),
+				 i < n ? 202 : 429);
+	}
+	assert_string_equal(jstr(e, "budget"), "queue_share");
+	json_decref(e);
+}
+
+/* The n calls fill_share() queued for t end. */
+static void wait_share(const char *t, unsigned int n)
+{
+	char id[32];
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(id, sizeof(id), "%s%u", t, i);
+		json_decref(wait_final_as(tn(t), id, 15000));
+	}
+}
+
+static void test_budgets_weighted_queue_share(void **state)
+{
+	char extra[512];
+	json_t *s;
+
+	snprintf(extra, sizeof(extra), "budgets:\n  tenants:\n    - { tenant: %s, weight: 2 }\n",
+		 tn("w"));
+	agent_start(1, 12, extra);
+	assert_int_equal(post("a", "r0", NULL, NULL, "bm-sleeper", "30000", NULL), 201);
+	s = self_of("w");
+	assert_true(jnum(s, "weight") == 2);
+	assert_int_equal(jint(s, "queue_share"), 8);
+	json_decref(s);
+	fill_share("w", 8);
+	fill_share("b", 3);
+	s = self_of("b");
+	assert_int_equal(jint(s, "queued"), 3);
+	assert_int_equal(jint(s, "queue_share"), 3);
+	json_decref(s);
+	cancel("a", "r0");
+	wait_share("w", 8);
+	wait_share("b", 3);
+	json_decref(wait_final_as(tn("a"), "r0", 10000));
+	agent_finish();
+	assert_clean(*state);
+}
+
+/* When tenant t's effect id started running (ms, the agent's clock); fails if it never did. */
+static double started_ms(const char *t, const char *id)
+{
+	json_t *e = wait_final_as(tn(t), id, 15000), *x;
+	double at = -1;
+	size_t i;
+
+	json_array_foreach(jget(e, "transitions"), i, x)
+		if (at < 0 && !strcmp(jstr(x, "state"), "running"))
+			at = jnum(x, "at_ms");
+	json_decref(e);
+	if (at < 0)
+		fail_msg("%s/%s never ran", tn(t), id);
+	return at;
+}
+
+/*
+ * Weights in fair admission: "heavy" (weight 4) has used about twice the
+ * CPU "light" (weight 1) has; over their weights its tag is the smaller,
+ * so with one slot its call starts first, though light's was queued before
+ * it (without weights light's would: it used less).
+ */
+static void test_budgets_weights_in_fair_order(void **state)
+{
+	json_t *h, *l;
+	char extra[512];
+	const char *st;
+
+	snprintf(extra, sizeof(extra), "budgets:\n  tenants:\n    - { tenant: %s, weight: 4 }\n",
+		 tn("heavy"));
+	agent_start(1, 16, extra);
+	assert_int_equal(post("heavy", "h1", NULL, NULL, "bm-hog", "1.2", "1", NULL), 201);
+	assert_int_equal(post("light", "l1", NULL, NULL, "bm-hog", "0.6", "1", NULL), 202);
+	assert_string_equal(wait_leaves("light", "l1", "queued", 10000), "running");
+	assert_int_equal(post("light", "l2", NULL, NULL, "bm-sleeper", "300", NULL), 202);
+	assert_int_equal(post("heavy", "h2", NULL, NULL, "bm-sleeper", "300", NULL), 202);
+	st = wait_leaves("heavy", "h2", "queued", 10000);
+	h = self_of("heavy");
+	l = self_of("light");
+	integ_note("l1 ended: h2 %s, l2 %s; use heavy %.4f node-s (tag %.4f), light %.4f (tag %.4f)",
+		   st, state_of("light", "l2"), jnum(h, "fair.usage_node_seconds"), jnum(h, "fair.tag"),
+		   jnum(l, "fair.usage_node_seconds"), jnum(l, "fair.tag"));
+	assert_string_equal(state_of("light", "l2"), "queued");
+	/* the premise: heavy used more; over its weight it is the smaller */
+	assert_true(jnum(h, "fair.usage_node_seconds") > jnum(l, "fair.usage_node_seconds"));
+	assert_true(jnum(h, "fair.usage_node_seconds") / 4 < jnum(l, "fair.usage_node_seconds"));
+	json_decref(h);
+	json_decref(l);
+	assert_true(started_ms("heavy", "h2") < started_ms("light", "l2"));
+	json_decref(wait_final_as(tn("heavy"), "h1", 10000));
+	json_decref(wait_final_as(tn("light"), "l1", 10000));
+	agent_finish();
+	assert_clean(*state);
+}
+
+/*
+ * Priority within one tenant, through the API: behind another tenant's
+ * call holding the one slot, "prio" queues priorities 2, 9, 5, 9; they
+ * start 9 (the first), 9 (the second), 5, 2.
+ */
+static void test_budgets_priority_within_tenant(void **state)
+{
+	static const struct { const char *id; int priority; } calls[] = {
+		{ "p2", 2 }, { "p9a", 9 }, { "p5", 5 }, { "p9b", 9 },
+	};
+	static const char *const order[] = { "p9a", "p9b", "p5", "p2" };
+	json_t *req, *e = NULL;
+	double at[4];
+	unsigned int i;
+
+	agent_start(1, 16, NULL);
+	assert_int_equal(post("a", "r0", NULL, NULL, "bm-sleeper", "30000", NULL), 201);
+	for (i = 0; i < 4; i++) {
+		req = launch_req(calls[i].id, "bm-sleeper", "200", NULL);
+		json_object_set_new(req, "tenant", json_string(tn("prio")));
+		json_object_set_new(req, "priority", json_integer(calls[i].priority));
+		assert_int_equal(call("POST", "/v1/effects", req, &e), 202);
+		assert_int_equal(jint(e, "priority"), calls[i].priority);
+		json_decref(e);
+		e = NULL;
+	}
+	cancel("a", "r0");
+	for (i = 0; i < 4; i++)
+		at[i] = started_ms("prio", order[i]);
+	integ_note("started at +%.0f, +%.0f, +%.0f ms after the first (priorities 9, 9, 5, 2)",
+		   at[1] - at[0], at[2] - at[0], at[3] - at[0]);
+	for (i = 1; i < 4; i++)
+		assert_true(at[i - 1] < at[i]);
+	json_decref(wait_final_as(tn("a"), "r0", 10000));
+	agent_finish();
+	assert_clean(*state);
+}
+
 /* The pressure file the agent reads (a cgroup's cpu.pressure is read the same way). */
 static char psi[PATH_MAX + 32];
 
@@ -528,6 +997,8 @@ static void test_budgets_pressure_attributed(void **state)
 {
 	json_t *h = NULL, *s, *top;
 	uint64_t t0, total = 1000;
+	bool yields;
+	double cap;
 	char extra[PATH_MAX + 256], *m, *log;
 	const char *st;
 	int t;
@@ -558,6 +1029,14 @@ static void test_budgets_pressure_attributed(void **state)
 	assert_true(fabs(jnum(top, "cap_cores") - 0.8 * ncpu / 2) < 1e-9);
 	json_decref(top);
 	assert_string_equal(wait_leaves("top", "t1", "running", 2000), "throttled");
+	/* and the kernel holds t1 to it (cpu.max, or a v1 twin's cfs quota), at the lowest weight */
+	yields = false;
+	cap = kernel_cap("top", "t1", &yields);
+	integ_note("t1's cap in the kernel: %.3f cores, lowest weight %d", cap, yields);
+	assert_true(fabs(cap - 0.8 * ncpu / 2) < 1e-3);
+	assert_true(yields);
+	assert_true(kernel_cap("calm", "c1", &yields) == 0);
+	assert_false(yields);
 	s = self_of("calm");
 	assert_false(jtrue(s, "pressure.throttled"));
 	assert_false(jtrue(s, "held"));
@@ -615,15 +1094,15 @@ static void test_budgets_pressure_attributed(void **state)
 	assert_false(jtrue(s, "pressure.throttled"));
 	assert_true(jnum(s, "cap_cores") == 0);
 	json_decref(s);
+	assert_true(kernel_cap("top", "t1", &yields) == 0);
+	assert_false(yields);
 	json_decref(wait_final_as(tn("top"), "t2", 10000));
 	json_decref(wait_final_as(tn("calm"), "c2", 10000));
-	cancel("top", "t1");
-	cancel("calm", "c1");
-	h = wait_final_as(tn("top"), "t1", 10000);
+	h = cancel_wait("top", "t1");
 	assert_true(has_action(h, "throttle", "node_pressure"));
 	assert_true(has_action(h, "unthrottle", "node_pressure"));
 	json_decref(h);
-	json_decref(wait_final_as(tn("calm"), "c1", 10000));
+	json_decref(cancel_wait("calm", "c1"));
 	/* the agent said so, naming the tenant and its effect */
 	log = NULL;
 	{
@@ -640,6 +1119,158 @@ static void test_budgets_pressure_attributed(void **state)
 		assert_non_null(strstr(log, "/t1 "));
 		assert_non_null(strstr(buf, "node pressure: throttling tenant"));
 	}
+	agent_finish();
+	assert_clean(*state);
+}
+
+/* The meminfo file the agent reads MemAvailable from (admit_meminfo_file). */
+static char meminfo[PATH_MAX + 32];
+
+static void write_meminfo(unsigned long long avail_mib)
+{
+	char text[256], tmp[PATH_MAX + 40];
+
+	snprintf(text, sizeof(text), "MemTotal:       %llu kB\nMemFree:        %llu kB\n"
+		 "MemAvailable:   %llu kB\n", 16384ULL << 10, avail_mib << 10, avail_mib << 10);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", meminfo);
+	write_file(tmp, text);
+	assert_int_equal(rename(tmp, meminfo), 0);
+}
+
+/* The agent's log so far (a static buffer). */
+static const char *agent_log(void)
+{
+	static char buf[1 << 16];
+	FILE *f = fopen(ag.log, "re");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+	buf[n] = '\0';
+	if (f)
+		fclose(f);
+	return buf;
+}
+
+/*
+ * Memory pressure, attributed to memory: MemAvailable (a meminfo file the
+ * test writes) falls under admit_mem_available while tenant "big" holds
+ * 64 MiB, asleep, and tenant "spin" burns a core with next to no memory.
+ * The top contributor is big, by the memory its effects hold (its CPU is
+ * nothing): its queue is held, and nothing of it is capped: no cap, no
+ * lowest weight (a cap frees no memory), its effect runs on. /metrics' pressure
+ * share is the share of memory. Nothing starts while under the bound;
+ * back over it, spin's call starts at once and big's once the node has
+ * been calm for 2 s.
+ */
+static void test_budgets_memory_pressure_holds_top(void **state)
+{
+	char extra[PATH_MAX + 256], *m;
+	const char *log, *st;
+	json_t *s, *h = NULL;
+	bool yields = true;
+	uint64_t t0;
+	int t;
+
+	snprintf(meminfo, sizeof(meminfo), "%s/meminfo", ag.dir);
+	write_meminfo(8192);
+	snprintf(extra, sizeof(extra), "admit_meminfo_file: %s\npressure_action: throttle_top\n",
+		 meminfo);
+	/* admit_mem_available 1 GiB: room at 8 GiB available, under the bound at 512 MiB */
+	agent_start_m(4, 16, 100, "1Gi", extra);
+	assert_int_equal(post("big", "b1", NULL, NULL, "bm-memtouch", "64", "30000", NULL), 201);
+	assert_int_equal(post("spin", "s1", NULL, NULL, "bm-hog", "30", "1", NULL), 201);
+	/* past the touch of its pages, and a second of spin's CPU for the attribution */
+	for (t = 0, s = NULL; t < 5000; t += 50) {
+		json_decref(s);
+		usleep(50000);
+		s = self_of("big");
+		if (jnum(s, "pressure.memory_bytes") >= 64 * MIB && t >= 1000)
+			break;
+	}
+	integ_note("big holds %.1f MiB", jnum(s, "pressure.memory_bytes") / MIB);
+	assert_true(jnum(s, "pressure.memory_bytes") >= 64 * MIB);
+	json_decref(s);
+
+	write_meminfo(512);
+	for (t = 0, s = NULL; t < 3000; t += 20) {
+		json_decref(s);
+		s = self_of("big");
+		if (jtrue(s, "pressure.held"))
+			break;
+		usleep(20000);
+	}
+	integ_note("big held for the node's memory %d ms after MemAvailable fell; its share %.3f", t,
+		   jnum(s, "pressure.share"));
+	assert_true(jtrue(s, "pressure.held"));
+	assert_string_equal(jstr(s, "pressure.dimension"), "memory");
+	assert_true(jtrue(s, "held"));
+	/* held, not capped: neither a cap nor the lowest weight, in the agent nor in the kernel */
+	assert_false(jtrue(s, "pressure.throttled"));
+	assert_true(jnum(s, "cap_cores") == 0);
+	assert_false(jtrue(s, "yielding"));
+	assert_true(jnum(s, "pressure.share") > 0.9);
+	json_decref(s);
+	usleep(300 * 1000);
+	assert_string_equal(state_of("big", "b1"), "running");
+	assert_true(kernel_cap("big", "b1", &yields) == 0);
+	assert_false(yields);
+	s = self_of("spin");
+	assert_false(jtrue(s, "pressure.held"));
+	assert_true(jnum(s, "pressure.share") < 0.1);
+	json_decref(s);
+
+	/* root's healthz names big, by memory */
+	assert_int_equal(call("GET", "/v1/healthz", NULL, &h), 200);
+	assert_true(jtrue(h, "pressure.over"));
+	assert_string_equal(jstr(h, "pressure.dimension"), "memory");
+	assert_true(jnum(h, "pressure.mem_available_bytes") == 512 * MIB);
+	assert_string_equal(jstr(json_array_get(jget(h, "pressure.top_tenants"), 0), "tenant"), tn("big"));
+	assert_true(jnum(json_array_get(jget(h, "pressure.top_tenants"), 0), "share") > 0.9);
+	assert_true(jtrue(json_array_get(jget(h, "pressure.top_tenants"), 0), "held"));
+	assert_false(jtrue(json_array_get(jget(h, "pressure.top_tenants"), 0), "throttled"));
+	assert_string_equal(jstr(json_array_get(jget(h, "pressure.top_effects"), 0), "id"), "b1");
+	json_decref(h);
+	/* /metrics: the share of what the node is short of, memory (spin's CPU is all the CPU) */
+	m = scrape();
+	integ_note("pressure share: big %.3f, spin %.3f", metric(m, "burstmeter_tenant_pressure_share",
+		   lab("big", NULL)), metric(m, "burstmeter_tenant_pressure_share", lab("spin", NULL)));
+	assert_true(metric(m, "burstmeter_node_over_pressure", "") == 1);
+	assert_true(metric(m, "burstmeter_tenant_pressure_share", lab("big", NULL)) > 0.9);
+	assert_true(metric(m, "burstmeter_tenant_pressure_share", lab("spin", NULL)) < 0.1);
+	assert_true(metric(m, "burstmeter_tenant_throttled", lab("big", NULL)) == 0);
+	assert_true(metric(m, "burstmeter_tenant_throttles_total",
+			   lab("big", "cause=\"node_pressure\"")) == 0);
+	free(m);
+
+	/* under the bound nothing starts, big's call nor spin's */
+	assert_int_equal(post("big", "b2", NULL, NULL, "bm-sleeper", "100", NULL), 202);
+	assert_int_equal(post("spin", "s2", NULL, NULL, "bm-sleeper", "100", NULL), 202);
+	usleep(500 * 1000);
+	assert_string_equal(state_of("big", "b2"), "queued");
+	assert_string_equal(state_of("spin", "s2"), "queued");
+	/* over it again: spin's starts at once, big's after 2 s of calm */
+	write_meminfo(8192);
+	t0 = now_ns();
+	st = wait_leaves("spin", "s2", "queued", 3000);
+	integ_note("MemAvailable back: s2 %s after %.2f s, b2 %s", st, (double)(now_ns() - t0) / 1e9,
+		   state_of("big", "b2"));
+	assert_string_equal(state_of("big", "b2"), "queued");
+	st = wait_leaves("big", "b2", "queued", 6000);
+	integ_note("b2 %s after %.2f s", st, (double)(now_ns() - t0) / 1e9);
+	assert_true(now_ns() - t0 >= 1500 * 1000000ULL);
+	s = self_of("big");
+	assert_false(jtrue(s, "pressure.held"));
+	json_decref(s);
+	json_decref(wait_final_as(tn("big"), "b2", 10000));
+	json_decref(wait_final_as(tn("spin"), "s2", 10000));
+	h = cancel_wait("big", "b1");
+	assert_false(has_action(h, "throttle", "node_pressure"));
+	json_decref(h);
+	json_decref(cancel_wait("spin", "s1"));
+	log = agent_log();
+	assert_non_null(strstr(log, "node pressure: MemAvailable below admit_mem_available; top "
+				    "tenants"));
+	assert_non_null(strstr(log, "node pressure: holding tenant"));
+	assert_null(strstr(log, "node pressure: throttling tenant"));
 	agent_finish();
 	assert_clean(*state);
 }
@@ -671,10 +1302,18 @@ int main(void)
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_budgets_fleet_rules_promtool),
 		cmocka_unit_test_setup_teardown(test_budgets_cpu_over_budget, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_retry_after_holds, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_sleeping_memory_is_charged, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_net_tx_over_budget, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_io_over_budget, setup_io, teardown_io),
 		cmocka_unit_test_setup_teardown(test_budgets_launches_and_queue_share, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_quiet_starts_before_busy, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_weighted_queue_share, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_weights_in_fair_order, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_priority_within_tenant, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_pressure_attributed, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_memory_pressure_holds_top, setup_b,
+						agent_fx_teardown),
 	};
 	size_t n;
 	int rc = runner_init("test_budgets");

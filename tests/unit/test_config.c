@@ -92,6 +92,7 @@ static void test_config_budgets(void **state)
 	const struct bm_budget_cfg *b;
 
 	assert_int_equal(parse("pressure_action: throttle_top\n"
+			       "admit_meminfo_file: /run/test/meminfo\n"
 			       "budgets:\n"
 			       "  half_life: 30s\n"
 			       "  default:\n"
@@ -106,6 +107,7 @@ static void test_config_budgets(void **state)
 			       "    - { tenant: globex, io_bytes: { rate: 1Gi, burst: 1Gi } }\n"),
 			 0);
 	assert_int_equal(c.pressure_action, BM_PRESSURE_THROTTLE_TOP);
+	assert_string_equal(c.admit_meminfo_file, "/run/test/meminfo");
 	assert_true(c.fair_half_life_ns == 30 * BM_NSEC_PER_SEC);
 	b = bm_agent_cfg_budget(&c, "someone");
 	assert_true(b == &c.budget);
@@ -124,6 +126,7 @@ static void test_config_budgets(void **state)
 	/* the embedded defaults: no budget at all, weight 1, pause */
 	assert_int_equal(parse(""), 0);
 	assert_int_equal(c.pressure_action, BM_PRESSURE_PAUSE);
+	assert_string_equal(c.admit_meminfo_file, "/proc/meminfo");
 	assert_true(c.budget.weight == 1 && c.budget.b[BM_BUD_CPU].rate == 0 && !c.n_budgets);
 }
 
@@ -151,6 +154,7 @@ static void test_config_budget_errors_say_where(void **state)
 	assert_error_at("budgets:\n  default:\n    cpu: { rate: 1, burst: 1 }\n", 3, 5,
 			"Unexpected key: cpu");
 	assert_error_at("pressure_action: kill\n", 1, 18, "invalid pressure_action 'kill'");
+	assert_error_at("admit_meminfo_file: \"\"\n", 1, 21, "invalid admit_meminfo_file ''");
 }
 
 int main(void)

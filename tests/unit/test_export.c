@@ -233,7 +233,8 @@ static const char golden[] =
 	TEN1("tenant_running", "gauge", "Effects of the tenant running now.", "2")
 	TEN1("tenant_queued", "gauge", "Effects of the tenant waiting for admission.", "1")
 	TEN1("tenant_pressure_share", "gauge",
-	     "The tenant's share of the CPU effects used in the last second.", "0.75")
+	     "The tenant's share of what the node is short of: memory held, else CPU of the last "
+	     "second.", "0.75")
 	NODE("effects_running", "gauge", "Effects running now.", "3")
 	NODE("effects_queued", "gauge", "Effects waiting for admission.", "1")
 	NODE("meter_lost_records_total", "counter", "Ring-buffer records lost.", "0")

@@ -29,6 +29,7 @@ void bm_agent_cfg_default(struct bm_agent_cfg *c)
 	c->admit_cpu_pressure = 80;
 	snprintf(c->admit_cpu_pressure_file, sizeof(c->admit_cpu_pressure_file), "/proc/pressure/cpu");
 	c->admit_mem_available = 256ULL << 20;
+	snprintf(c->admit_meminfo_file, sizeof(c->admit_meminfo_file), "/proc/meminfo");
 	/* /metrics series <= 406 x (tenants + 1) x (tools + 1) + 9: 16 x 16 keeps it near 117k */
 	c->max_tools = 16;
 	c->max_metric_tenants = 16;
@@ -78,6 +79,7 @@ struct y_cfg {
 	char *kubepods_root, *pod_tenants;
 	char *window_ms, *max_running, *max_queued, *tenant_max_running;
 	char *admit_cpu_pressure, *admit_cpu_pressure_file, *admit_mem_available, *max_tools;
+	char *admit_meminfo_file;
 	char *max_metric_tenants;
 	char *uid_min, *uid_max, *max_log_bytes, *retention, *retention_effects, *max_conns_per_uid;
 	char *idle_timeout, *ring_buffer, *pressure_action;
@@ -138,7 +140,7 @@ static const cyaml_schema_field_t cfg_fields[] = {
 	STR(cgroup_parent), STR(kubepods_root), STR(pod_tenants),
 	STR(window_ms), STR(max_running), STR(max_queued), STR(tenant_max_running),
 	STR(admit_cpu_pressure), STR(admit_cpu_pressure_file), STR(admit_mem_available), STR(max_tools),
-	STR(max_metric_tenants),
+	STR(admit_meminfo_file), STR(max_metric_tenants),
 	STR(uid_min), STR(uid_max), STR(max_log_bytes), STR(retention), STR(retention_effects),
 	STR(max_conns_per_uid), STR(idle_timeout), STR(ring_buffer), STR(pressure_action),
 	CYAML_FIELD_SEQUENCE("tenants", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL, struct y_cfg, tenants,
@@ -369,6 +371,11 @@ static int apply(struct ctx *x, const struct y_cfg *y, struct bm_agent_cfg *c)
 			   "absolute path, e.g. /proc/pressure/cpu");
 	err = err ?: path_field(x, "admit_cpu_pressure_file", y->admit_cpu_pressure_file,
 				c->admit_cpu_pressure_file, sizeof(c->admit_cpu_pressure_file));
+	if (!err && y->admit_meminfo_file && !*y->admit_meminfo_file)
+		err = FAIL(x, "admit_meminfo_file", "invalid admit_meminfo_file '': expected an "
+			   "absolute path, e.g. /proc/meminfo");
+	err = err ?: path_field(x, "admit_meminfo_file", y->admit_meminfo_file,
+				c->admit_meminfo_file, sizeof(c->admit_meminfo_file));
 	if (!err && y->socket_mode) {
 		mode = strtoul(y->socket_mode, &end, 8);
 		if (*end || end == y->socket_mode || mode > 0777)

@@ -37,7 +37,7 @@ struct bm_tenant_budget {
 /* What admission does while the node is over admit_cpu_pressure or admit_mem_available. */
 enum bm_pressure_action {
 	BM_PRESSURE_PAUSE,		/* nothing starts */
-	BM_PRESSURE_THROTTLE_TOP,	/* the top contributor throttled and held; others start */
+	BM_PRESSURE_THROTTLE_TOP,	/* the top contributor held (CPU: capped); others start */
 };
 
 struct bm_agent_cfg {
@@ -67,6 +67,7 @@ struct bm_agent_cfg {
 	double admit_cpu_pressure;	/* node PSI cpu some avg10 (%) above which nothing starts */
 	char admit_cpu_pressure_file[PATH_MAX];	/* that PSI: the node's, or a cgroup's cpu.pressure */
 	uint64_t admit_mem_available;	/* MemAvailable (bytes) below which nothing starts */
+	char admit_meminfo_file[PATH_MAX];	/* where MemAvailable is read: /proc/meminfo */
 	unsigned int max_tools;		/* tool kinds kept as /metrics labels before "other" */
 	unsigned int max_metric_tenants;	/* tenants kept as /metrics labels before "other" */
 	unsigned int uid_min, uid_max;	/* the uids given to tenants that have none of their own */

@@ -528,8 +528,9 @@ static const struct tfam {
 	{ "tenant_queued", "gauge", "Effects of the tenant waiting for admission.", NULL,
 	  TOFF(queued), -2, NULL },
 	{ "tenant_pressure_share", "gauge",
-	  "The tenant's share of the CPU effects used in the last second.", NULL,
-	  TOFF(pressure_share), -2, NULL },
+	  "The tenant's share of what the node is short of: memory held, else CPU of the last "
+	  "second.",
+	  NULL, TOFF(pressure_share), -2, NULL },
 #undef TOFF
 };
 

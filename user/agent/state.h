@@ -159,7 +159,8 @@ struct ag_tenant_count {
 	struct bm_budget bud;
 	double mem_held;		/* bytes its running effects hold: GiB-seconds every tick */
 	int held_by;			/* the exhausted budget its queue waits on, -1: none */
-	bool pressure;			/* throttled and held as the node's top contributor */
+	bool pressure;			/* held as the node's top contributor */
+	bool pressure_mem;		/* of memory: held, not capped (of CPU: capped too) */
 	uint64_t pressure_at_ns;	/* when it was */
 	double cap_cores;		/* each of its running effects' CPU cap, 0: none */
 	unsigned int cap_n;		/* the running effects it was split among */

@@ -177,7 +177,10 @@ static double node_mem_gib(const struct bm_agent *a)
 	return a->pressure.node_mem_gib > 0 ? a->pressure.node_mem_gib : 1;
 }
 
-/* PSI cpu some (avg10, and over the last second from total=), MemAvailable; their bounds. */
+/*
+ * PSI cpu some (avg10, and over the last second from total=), MemAvailable
+ * (admit_meminfo_file: /proc/meminfo, or a stand-in); their bounds.
+ */
 static void pressure_read(struct bm_agent *a, uint64_t now)
 {
 	struct ag_pressure *p = &a->pressure;
@@ -208,7 +211,7 @@ static void pressure_read(struct bm_agent *a, uint64_t now)
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	p->node_cpus = ncpu > 0 ? (unsigned int)ncpu : 1;
 	p->mem_available = 0;
-	if (bm_read_file(AT_FDCWD, "/proc/meminfo", buf, sizeof(buf)) > 0) {
+	if (bm_read_file(AT_FDCWD, a->cfg.admit_meminfo_file, buf, sizeof(buf)) > 0) {
 		if ((s = strstr(buf, "MemAvailable:")))
 			p->mem_available = strtoull(s + 13, NULL, 10) * 1024;
 		if ((s = strstr(buf, "MemTotal:")))
@@ -216,6 +219,12 @@ static void pressure_read(struct bm_agent *a, uint64_t now)
 	}
 	p->over_cpu = p->cpu_avg10 > a->cfg.admit_cpu_pressure;
 	p->over_mem = p->mem_available && p->mem_available < a->cfg.admit_mem_available;
+}
+
+/* Is t held for the node's CPU pressure, and so capped? (For memory it is only held.) */
+static bool pressure_cpu(const struct ag_tenant_count *t)
+{
+	return t->pressure && !t->pressure_mem;
 }
 
 bool ag_node_room(struct bm_agent *a)
@@ -233,7 +242,7 @@ bool ag_node_room(struct bm_agent *a)
 	if (!p->over_cpu)
 		return true;
 	for (i = 0; i < a->n_tenants; i++)
-		top |= a->tenants[i].pressure;
+		top |= pressure_cpu(&a->tenants[i]);
 	return a->cfg.pressure_action == BM_PRESSURE_THROTTLE_TOP && top &&
 	       p->cpu_now <= a->cfg.admit_cpu_pressure;
 }
@@ -242,6 +251,26 @@ bool ag_node_room(struct bm_agent *a)
 static double contribution(struct ag_tenant_count *t, bool mem, uint64_t now)
 {
 	return mem ? t->mem_held : bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now);
+}
+
+/*
+ * What all tenants contribute to the dimension the node is short of (or,
+ * not over, to CPU): the sum t's share of the pressure is taken over.
+ */
+static double pressure_sum(struct bm_agent *a, uint64_t now)
+{
+	double sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < a->n_tenants; i++)
+		sum += contribution(&a->tenants[i], a->pressure.over_mem, now);
+	return sum;
+}
+
+static double pressure_share(struct bm_agent *a, struct ag_tenant_count *t, double sum,
+			     uint64_t now)
+{
+	return sum > 0 ? contribution(t, a->pressure.over_mem, now) / sum : 0;
 }
 
 static double effect_contribution(const struct ag_effect *e, bool mem, uint64_t now)
@@ -330,9 +359,11 @@ static void name_top(struct bm_agent *a, uint64_t now, bool say)
 
 /*
  * pressure_action throttle_top: the top contributor above its weighted
- * share (among the tenants that run something) is throttled and held, one
- * more each PRESSURE_STEP_NS while the node stays over; all go free once
- * it has been under its bounds for PRESSURE_CALM_NS.
+ * share (among the tenants that run something) of the dimension the node
+ * is short of is held, one more each PRESSURE_STEP_NS while the node stays
+ * over; all go free once it has been under its bounds for PRESSURE_CALM_NS.
+ * For CPU, its running effects are capped too (want_cap()); for memory they
+ * are not: a cap frees no memory, and memory.high would make them thrash.
  */
 static void throttle_top(struct bm_agent *a, uint64_t now, bool over)
 {
@@ -353,10 +384,12 @@ static void throttle_top(struct bm_agent *a, uint64_t now, bool over)
 		if (!any || now - p->under_ns < PRESSURE_CALM_NS)
 			return;
 		for (i = 0; any && i < a->n_tenants; i++) {
-			if (a->tenants[i].pressure)
-				bm_info("node pressure is over: tenant %s runs unthrottled again",
-					a->tenants[i].name);
-			a->tenants[i].pressure = false;
+			struct ag_tenant_count *t = &a->tenants[i];
+
+			if (t->pressure)
+				bm_info("node pressure is over: tenant %s %s again", t->name,
+					t->pressure_mem ? "may start effects" : "runs unthrottled");
+			t->pressure = t->pressure_mem = false;
 		}
 		return;
 	}
@@ -374,9 +407,12 @@ static void throttle_top(struct bm_agent *a, uint64_t now, bool over)
 		struct ag_tenant_count *t = &a->tenants[i];
 
 		v = contribution(t, p->over_mem, now);
-		/* only one above its share: a node that is simply full pauses, as without */
-		if (t->pressure || !t->running || !(sum > 0) ||
-		    v / sum <= t->bud.cfg.weight / wsum || v <= best)
+		/*
+		 * only one above its share: a node that is simply full pauses, as
+		 * without; one held for memory may yet be capped for CPU
+		 */
+		if ((t->pressure && (p->over_mem || !t->pressure_mem)) || !t->running ||
+		    !(sum > 0) || v / sum <= t->bud.cfg.weight / wsum || v <= best)
 			continue;
 		best = v;
 		top = t;
@@ -384,10 +420,16 @@ static void throttle_top(struct bm_agent *a, uint64_t now, bool over)
 	if (!top)
 		return;
 	top->pressure = true;
+	top->pressure_mem = p->over_mem;
 	top->pressure_at_ns = now;
-	bm_warn("node pressure: throttling tenant %s, its top contributor (%.0f%% of what effects "
-		"use, its share %.0f%%)",
-		top->name, 100 * best / sum, 100 * top->bud.cfg.weight / wsum);
+	if (p->over_mem)
+		bm_warn("node pressure: holding tenant %s's queue, its top contributor (%.0f%% of "
+			"the memory effects hold, its share %.0f%%)",
+			top->name, 100 * best / sum, 100 * top->bud.cfg.weight / wsum);
+	else
+		bm_warn("node pressure: throttling tenant %s, its top contributor (%.0f%% of the "
+			"CPU effects use, its share %.0f%%)",
+			top->name, 100 * best / sum, 100 * top->bud.cfg.weight / wsum);
 }
 
 static void pressure_tick(struct bm_agent *a, uint64_t now)
@@ -424,7 +466,7 @@ static double want_cap(const struct bm_agent *a, struct ag_tenant_count *t, int 
 		cap = t->bud.cfg.b[BM_BUD_CPU].rate * BM_BUDGET_CAP / n;
 		*cause = BM_BUD_CPU;
 	}
-	if (t->pressure) {
+	if (pressure_cpu(t)) {
 		for (i = 0; i < a->n_tenants; i++)
 			wsum += a->tenants[i].running ? a->tenants[i].bud.cfg.weight : 0;
 		share = node_cpus(a) * BM_BUDGET_CAP * t->bud.cfg.weight / (wsum > 0 ? wsum : 1) /
@@ -442,14 +484,14 @@ static double want_cap(const struct bm_agent *a, struct ag_tenant_count *t, int 
 
 /*
  * Does t yield? From the moment its CPU budget is exhausted (or the node's
- * pressure throttles it) until its bucket is back at BM_BUDGET_YIELD of its
- * burst.
+ * CPU pressure throttles it) until its bucket is back at BM_BUDGET_YIELD of
+ * its burst.
  */
 static bool want_yield(struct ag_tenant_count *t)
 {
 	const struct bm_bucket *k = &t->bud.b[BM_BUD_CPU];
 
-	if (t->pressure || (bm_budget_limited(&t->bud, BM_BUD_CPU) && k->exhausted))
+	if (pressure_cpu(t) || (bm_budget_limited(&t->bud, BM_BUD_CPU) && k->exhausted))
 		return true;
 	return t->yielding && bm_budget_limited(&t->bud, BM_BUD_CPU) &&
 	       k->level < BM_BUDGET_YIELD * t->bud.cfg.b[BM_BUD_CPU].burst;
@@ -534,21 +576,25 @@ unsigned int ag_tenant_queue_share(const struct bm_agent *a, const struct ag_ten
 }
 
 /*
- * What t goes on using of d while it waits: the memory it holds; its CPU,
- * held to its cap; what it sent or wrote in the last second while it runs.
+ * What t goes on using of d while it waits, for its Retry-After: the memory
+ * it holds (exact while it holds it); its CPU, at the cap it is held to (or
+ * will be, at the next tick): what the kernel lets it use at most, so that
+ * a retry at Retry-After finds the bucket refilled; what it sent or wrote
+ * in the last second while it runs (an estimate: nothing holds those).
  */
-static double use_rate(struct ag_tenant_count *t, int d, uint64_t now)
+static double use_rate(const struct bm_agent *a, struct ag_tenant_count *t, int d,
+		       uint64_t now)
 {
-	double r;
+	double cap;
+	int cause;
 
 	if (!t->running)
 		return 0;
 	if (d == BM_BUD_MEM)
 		return t->mem_held / GIB;
-	r = bm_budget_rate_fast(&t->bud, d, now);
-	if (d == BM_BUD_CPU && t->cap_cores > 0 && t->cap_cores * t->running < r)
-		r = t->cap_cores * t->running;
-	return r;
+	if (d == BM_BUD_CPU && (cap = want_cap(a, t, &cause)) > 0)
+		return cap * t->running;
+	return bm_budget_rate_fast(&t->bud, d, now);
 }
 
 int ag_tenant_admit(struct bm_agent *a, struct ag_tenant_count *t, unsigned int *retry_after_s,
@@ -558,7 +604,7 @@ int ag_tenant_admit(struct bm_agent *a, struct ag_tenant_count *t, unsigned int 
 	int d;
 
 	if (bm_budget_admit(&t->bud, now, &d)) {
-		ns = bm_budget_retry_ns(&t->bud, d, now, use_rate(t, d, now));
+		ns = bm_budget_retry_ns(&t->bud, d, now, use_rate(a, t, d, now));
 		*retry_after_s = (unsigned int)((ns + BM_NSEC_PER_SEC - 1) / BM_NSEC_PER_SEC);
 		*retry_after_s = *retry_after_s ? *retry_after_s : 1;
 		*budget = bm_budget_name(d);
@@ -646,21 +692,25 @@ json_t *ag_tenant_json(struct bm_agent *a, const char *name)
 				  num_or_null(lim, k->level), "exhausted", lim && k->exhausted,
 				  "retry_after_s",
 				  (json_int_t)((bm_budget_retry_ns(&t->bud, d, now,
-								   use_rate(t, d, now)) +
+								   use_rate(a, t, d, now)) +
 						BM_NSEC_PER_SEC - 1) /
 					       BM_NSEC_PER_SEC),
 				  "exhaustions", (json_int_t)k->exhaustions, "used", k->used,
 				  "recent_per_second", bm_budget_rate_fast(&t->bud, d, now)));
 	}
-	j = json_pack(
-		"{s:s, s:f, s:i, s:i, s:i, s:b, s:o, s:f, s:b, s:{s:f, s:f}, s:{s:b, s:f, s:f}, s:o}",
-		"tenant", t->name, "weight", t->bud.cfg.weight, "running", t->running, "queued",
-		t->queued, "queue_share", ag_tenant_queue_share(a, t), "held", ag_tenant_held(a, t),
-		"held_by", t->held_by >= 0 ? json_string(bm_budget_name(t->held_by)) : json_null(),
-		"cap_cores", t->cap_cores, "yielding", t->yielding, "fair", "usage_node_seconds",
-		f.usage, "tag", bm_fair_tag(&f), "pressure", "throttled", t->pressure, "cpu_cores",
-		bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now), "memory_bytes", t->mem_held,
-		"budgets", buds);
+	j = json_pack("{s:s, s:f, s:i, s:i, s:i, s:b, s:o, s:f, s:b, s:{s:f, s:f}, "
+		      "s:{s:b, s:b, s:o, s:f, s:f, s:f}, s:o}",
+		      "tenant", t->name, "weight", t->bud.cfg.weight, "running", t->running,
+		      "queued", t->queued, "queue_share", ag_tenant_queue_share(a, t), "held",
+		      ag_tenant_held(a, t), "held_by",
+		      t->held_by >= 0 ? json_string(bm_budget_name(t->held_by)) : json_null(),
+		      "cap_cores", t->cap_cores, "yielding", t->yielding, "fair",
+		      "usage_node_seconds", f.usage, "tag", bm_fair_tag(&f), "pressure", "held",
+		      t->pressure, "throttled", pressure_cpu(t), "dimension",
+		      t->pressure ? json_string(t->pressure_mem ? "memory" : "cpu") : json_null(),
+		      "share", pressure_share(a, t, pressure_sum(a, now), now), "cpu_cores",
+		      bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now), "memory_bytes", t->mem_held,
+		      "budgets", buds);
 	return j;
 }
 
@@ -671,7 +721,10 @@ json_t *ag_pressure_json(struct bm_agent *a, bool names)
 	unsigned int i;
 
 	/* room: whether the node's pressure lets an effect start now (ag_node_room), and its bounds */
-	j = json_pack("{s:b, s:b, s:f, s:f, s:I, s:s, s:I, s:f, s:I, s:s}", "over", p->over_cpu || p->over_mem,
+	j = json_pack("{s:b, s:o, s:b, s:f, s:f, s:I, s:s, s:I, s:f, s:I, s:s}", "over",
+		      p->over_cpu || p->over_mem, "dimension",
+		      p->over_mem ? json_string("memory") :
+		      p->over_cpu ? json_string("cpu") : json_null(),
 		      "room", ag_node_room(a), "cpu_some_avg10", p->cpu_avg10, "cpu_some_1s", p->cpu_now,
 		      "mem_available_bytes", (json_int_t)p->mem_available, "action",
 		      a->cfg.pressure_action == BM_PRESSURE_THROTTLE_TOP ? "throttle_top" : "pause",
@@ -682,15 +735,17 @@ json_t *ag_pressure_json(struct bm_agent *a, bool names)
 		return j;
 	tt = json_array();
 	te = json_array();
-	for (i = 0; i < p->n_top_tenants; i++)
+	for (i = 0; i < p->n_top_tenants; i++) {
+		const struct ag_tenant_count *t = ag_tenant_find(a, p->top_tenants[i].tenant);
+
 		json_array_append_new(
 			tt,
-			json_pack("{s:s, s:f, s:f, s:f, s:b}", "tenant", p->top_tenants[i].tenant,
-				  "cpu_cores", p->top_tenants[i].cpu_cores, "memory_bytes",
+			json_pack("{s:s, s:f, s:f, s:f, s:b, s:b}", "tenant",
+				  p->top_tenants[i].tenant, "cpu_cores",
+				  p->top_tenants[i].cpu_cores, "memory_bytes",
 				  p->top_tenants[i].memory_bytes, "share", p->top_tenants[i].share,
-				  "throttled",
-				  ag_tenant_find(a, p->top_tenants[i].tenant) &&
-					  ag_tenant_find(a, p->top_tenants[i].tenant)->pressure));
+				  "held", t && t->pressure, "throttled", t && pressure_cpu(t)));
+	}
 	for (i = 0; i < p->n_top_effects; i++)
 		json_array_append_new(te, json_pack("{s:s, s:s, s:f, s:f}", "tenant",
 						    p->top_effects[i].tenant, "id",
@@ -705,13 +760,12 @@ json_t *ag_pressure_json(struct bm_agent *a, bool names)
 void ag_tenants_export(struct bm_agent *a)
 {
 	uint64_t now = bm_now_ns();
-	double sum = 0;
 	unsigned int i;
+	double sum;
 	int d;
 
 	bm_export__tenants_reset(a->exp);
-	for (i = 0; i < a->n_tenants; i++)
-		sum += bm_budget_rate_fast(&a->tenants[i].bud, BM_BUD_CPU, now);
+	sum = pressure_sum(a, now);
 	for (i = 0; i < a->n_tenants; i++) {
 		struct ag_tenant_count *t = &a->tenants[i];
 		struct bm_export_tenant v = { 0 };
@@ -732,8 +786,7 @@ void ag_tenants_export(struct bm_agent *a)
 		v.throttled = t->cap_cores > 0;
 		v.running = t->running;
 		v.queued = t->queued;
-		v.pressure_share =
-			sum > 0 ? bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now) / sum : 0;
+		v.pressure_share = pressure_share(a, t, sum, now);
 		bm_export__tenant(a->exp, t->name, &v);
 	}
 }
