@@ -14,11 +14,32 @@
 #include "agent_fx.h"
 #include "base/common.h"
 
+/* The agent with max_running running slots, and extra config lines (or NULL). */
+static void agent_start_n(int max_running, const char *extra)
+{
+	agent_start_cfg("", "max_running: %d\nmax_queued: 64\ntenant_max_running: 100\n"
+			"admit_cpu_pressure: 100\nadmit_mem_available: 0\nsocket_mode: \"0666\"\n"
+			"tenants:\n  - { uid: 0, tenant: %s }\n%s", max_running, token,
+			extra ? extra : "");
+}
+
 static void agent_start(const char *extra)
 {
-	agent_start_cfg("", "max_running: 16\nmax_queued: 64\ntenant_max_running: 100\n"
-			"admit_cpu_pressure: 100\nadmit_mem_available: 0\nsocket_mode: \"0666\"\n"
-			"tenants:\n  - { uid: 0, tenant: %s }\n%s", token, extra ? extra : "");
+	agent_start_n(16, extra);
+}
+
+/* Does the agent's log hold needle? */
+static bool log_has(const char *needle)
+{
+	char line[4096];
+	bool found = false;
+	FILE *f = fopen(ag.log, "re");
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return found;
 }
 
 static int setup_f(void **state)
@@ -124,16 +145,88 @@ static void test_faults_sigstop(void **state)
 	agent_fx_finish(state);
 }
 
+/* Take every block of the file system of path's directory: path grows until it is full. */
+static void fill(const char *path)
+{
+	static char blk[65536];
+	struct statfs st;
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+
+	assert_true(fd >= 0);
+	while (write(fd, blk, sizeof(blk)) > 0)
+		;
+	close(fd);
+	assert_int_equal(statfs(ag.state, &st), 0);
+	integ_note("state dir full: %llu blocks free", (unsigned long long)st.f_bavail);
+}
+
+/*
+ * A cancel the full store cannot keep is refused (503), and the effect
+ * stays as it was: a cancel answered 202 and then lost to a kill -9 would
+ * let a cancelled effect run. Asked again with room, it holds across
+ * kill -9: the effect never runs.
+ */
+static void cancel_while_full(const char *filler)
+{
+	char script[PATH_MAX + 64], runs[PATH_MAX + 32];
+	json_t *e = NULL;
+
+	snprintf(runs, sizeof(runs), "%s/runs-queued", ag.dir);
+	snprintf(script, sizeof(script), "echo ran >> %s", runs);
+	/* one slot, held: the second effect waits in the queue */
+	agent_start_n(1, NULL);
+	assert_int_equal(call("POST", "/v1/effects", sh_req("hold", "sleep 60"), &e), 201);
+	json_decref(e);
+	e = NULL;
+	assert_int_equal(call("POST", "/v1/effects", sh_req("queued", script), &e), 202);
+	json_decref(e);
+	e = NULL;
+	fill(filler);
+	assert_int_equal(call("POST", "/v1/effects/queued/cancel", NULL, &e), 503);
+	integ_note("cancel while full: 503 (%s)", jstr(e, "error"));
+	json_decref(e);
+	e = NULL;
+	assert_int_equal(call("GET", "/v1/effects/queued", NULL, &e), 200);
+	assert_string_equal(jstr(e, "state"), "queued");
+	json_decref(e);
+	e = NULL;
+	/* what it was told is what a restart finds: queued, not cancelled */
+	assert_int_equal(WTERMSIG(agent_stop(SIGKILL)), SIGKILL);
+	assert_int_equal(unlink(filler), 0);
+	agent_start_n(1, NULL);
+	assert_int_equal(call("GET", "/v1/effects/queued", NULL, &e), 200);
+	assert_string_equal(jstr(e, "state"), "queued");
+	json_decref(e);
+	e = NULL;
+	/* with room the cancel is stored before 202: a kill -9 right after loses nothing */
+	assert_int_equal(call("POST", "/v1/effects/queued/cancel", NULL, &e), 202);
+	json_decref(e);
+	e = NULL;
+	assert_int_equal(WTERMSIG(agent_stop(SIGKILL)), SIGKILL);
+	agent_start_n(16, NULL);
+	e = wait_final("queued", 5000);
+	assert_string_equal(jstr(e, "state"), "cancelled");
+	json_decref(e);
+	e = NULL;
+	assert_int_equal(call("POST", "/v1/effects/hold/cancel", NULL, &e), 202);
+	json_decref(e);
+	e = wait_final("hold", 20000);
+	json_decref(e);
+	/* a while for a wrongly queued one to have started and written */
+	usleep(300 * 1000);
+	integ_note("the cancelled effect ran %d time(s)", lines_of(runs));
+	assert_int_equal(lines_of(runs), 0);
+}
+
 /*
  * The state dir full (a small tmpfs): the outcome the store refuses is kept
- * and shown, and stored once there is room; after a restart it is there.
+ * and shown (the log says it was refused), and stored once there is room;
+ * after a restart it is there. Then a cancel while full (cancel_while_full()).
  */
 static void test_faults_full_state_dir(void **state)
 {
 	char filler[PATH_MAX + 32];
 	json_t *e = NULL;
-	struct statfs st;
-	int fd;
 
 	assert_int_equal(mkdir(ag.state, 0700), 0);
 	assert_int_equal(mount("tmpfs", ag.state, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0700"), 0);
@@ -148,23 +241,14 @@ static void test_faults_full_state_dir(void **state)
 	e = NULL;
 	/* every block of the tmpfs taken */
 	snprintf(filler, sizeof(filler), "%s/filler", ag.state);
-	fd = open(filler, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	assert_true(fd >= 0);
-	{
-		static char blk[65536];
-
-		while (write(fd, blk, sizeof(blk)) > 0)
-			;
-	}
-	close(fd);
-	assert_int_equal(statfs(ag.state, &st), 0);
-	integ_note("state dir full: %llu blocks free", (unsigned long long)st.f_bavail);
+	fill(filler);
 	e = wait_final("full", 20000);
 	integ_note("while full: %s (%s)", jstr(e, "state"), jstr(e, "outcome.termination.reason"));
 	assert_string_equal(jstr(e, "state"), "succeeded");
 	json_decref(e);
 	e = NULL;
 	/* room again: it lands within a few ticks, and a restart reads it from the store */
+	assert_true(log_has("failed to store the outcome of"));
 	assert_int_equal(unlink(filler), 0);
 	usleep(500 * 1000);
 	assert_int_equal(agent_stop(SIGTERM), 0);
@@ -173,6 +257,9 @@ static void test_faults_full_state_dir(void **state)
 	assert_string_equal(jstr(e, "state"), "succeeded");
 	assert_string_equal(jstr(e, "outcome.termination.reason"), "completed");
 	json_decref(e);
+	e = NULL;
+	assert_int_equal(agent_stop(SIGTERM), 0);
+	cancel_while_full(filler);
 	agent_finish();
 	assert_int_equal(umount2(ag.state, 0), 0);
 	assert_clean(*state);
@@ -264,12 +351,22 @@ static void test_faults_cgroup_busy(void **state)
 	agent_fx_finish(state);
 }
 
+/* agent_fx_teardown(), the tmpfs of a test that failed while it was mounted unmounted first. */
+static int teardown_full(void **state)
+{
+	int found = agent_leftovers();
+
+	(void)umount2(ag.state, MNT_DETACH);
+	rm_rf(ag.dir);
+	return teardown(state) || found ? -1 : 0;
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_faults_kill9_at_each_launch_step, setup_f, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_faults_sigstop, setup_f, agent_fx_teardown),
-		cmocka_unit_test_setup_teardown(test_faults_full_state_dir, setup_f, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_faults_full_state_dir, setup_f, teardown_full),
 		cmocka_unit_test_setup_teardown(test_faults_ring_storm, setup_f, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_faults_cgroup_busy, setup_f, agent_fx_teardown),
 	};

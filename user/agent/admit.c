@@ -545,12 +545,29 @@ void ag_end_unstarted(struct bm_agent *a, struct ag_effect *e, enum bm_reason re
  * Cancellation is a transition of every state: queued ends now; launching
  * once its command runs; running by SIGTERM, then cgroup.kill after the
  * grace; ended: -EALREADY. The wish is stored first: a restart honours it.
+ * A store that refuses it (a full disk) leaves the effect as it was and
+ * says so (-ENOSPC, -EIO): a cancel answered is never lost to a restart.
  */
 int ag_cancel(struct bm_agent *a, struct ag_effect *e)
 {
+	int err;
+
 	if (bm_state_final(e->state) || e->sup.phase > BM_SUP_RUNNING)
 		return -EALREADY;
-	(void)bm_store__cancel(a->store, e->tenant, e->req.id, (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC));
+	err = bm_store__cancel(a->store, e->tenant, e->req.id,
+			       (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC));
+	if (err) {
+		bm_warn("failed to store the cancel of %s@%s: %s: not cancelled", e->tenant,
+			e->req.id, strerror(-err));
+		return err;
+	}
+	return ag_cancel_stored(a, e);
+}
+
+int ag_cancel_stored(struct bm_agent *a, struct ag_effect *e)
+{
+	if (bm_state_final(e->state) || e->sup.phase > BM_SUP_RUNNING)
+		return -EALREADY;
 	if (!e->started) {
 		ag_end_unstarted(a, e, BM_REASON_CANCELLED, NULL);
 		return 0;
