@@ -246,7 +246,11 @@ static void test_harden_isolation(void **state)
 		integ_note("cwd /root as nobody: %s (%s)", jstr(e, "state"),
 			   jstr(e, "outcome.termination.reason"));
 		integ_note("its output: '%s'", log_of(script, "cwd"));
-		assert_string_not_equal(jstr(e, "state"), "succeeded");
+		/* refused as a command that cannot start there is (126, by burstmeter), not a meter error */
+		assert_string_equal(jstr(e, "state"), "failed");
+		assert_string_equal(jstr(e, "outcome.termination.reason"), "failed");
+		assert_string_equal(jstr(e, "outcome.termination.by"), "burstmeter");
+		assert_int_equal(jint(e, "outcome.exit.code"), 126);
 		json_decref(e);
 		assert_string_equal(log_of(script, "cwd"), "");
 	}
