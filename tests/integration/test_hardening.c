@@ -8,6 +8,7 @@
  * than they have; one user cannot lock the API; one agent owns a state
  * dir; ended effects go after their retention, and output past its cap.
  */
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -345,6 +346,89 @@ static int idle_conn(void)
 	return fd;
 }
 
+/* Was fd (just connected) refused with a 429? Accepted idle ones say nothing in 300 ms. */
+static bool refused(int fd)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+	char buf[512];
+	ssize_t n;
+
+	if (poll(&p, 1, 300) != 1)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return strstr(buf, " 429 ") != NULL;
+}
+
+/*
+ * A child as uid that opens want connections and holds them; how many
+ * were taken comes back on *pipe_r (one byte). Ended by SIGKILL.
+ */
+static pid_t hold_conns_as(uid_t uid, int want, int *pipe_r)
+{
+	int p[2], i;
+	pid_t pid;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		unsigned char taken = 0;
+
+		close(p[0]);
+		if (setgid(uid) || setuid(uid))
+			_exit(1);
+		for (i = 0; i < want; i++)
+			taken += !refused(idle_conn());
+		if (write(p[1], &taken, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	*pipe_r = p[0];
+	return pid;
+}
+
+/*
+ * Uids together (each under its own cap) cannot take every connection the
+ * agent has: an eighth stays root's, and the eighth before it is for uids
+ * that hold none. With 16 in all and 4 a uid: four uids get 4, 4, 4 and 1
+ * (12 taken, the rest reserved), a fifth that holds none gets in, and root
+ * is served. Before, four such uids held all 16 and root was locked out.
+ */
+static void colluding_uids(void)
+{
+	enum { COLLUDERS = 4 };
+	int fd[COLLUDERS], i, total = 0;
+	pid_t pid[COLLUDERS];
+	unsigned char taken;
+	json_t *h = NULL;
+
+	agent_start("8", "max_conns: 16\nmax_conns_per_uid: 4\nidle_timeout: 30\n");
+	for (i = 0; i < COLLUDERS; i++) {
+		/* one after another: each sees what the ones before it hold */
+		pid[i] = hold_conns_as(70000 + i, 4, &fd[i]);
+		assert_int_equal(read(fd[i], &taken, 1), 1);
+		integ_note("uid %d: %u of 4 connections taken", 70000 + i, taken);
+		total += taken;
+	}
+	integ_note("%d colluding uids hold %d of 16", COLLUDERS, total);
+	assert_int_equal(total, 13);
+	/* a uid that holds none, then root: served */
+	assert_int_equal(call_as(NOBODY, "GET", "/v1/healthz", NULL), 200);
+	assert_int_equal(call("GET", "/v1/healthz", NULL, &h), 200);
+	json_decref(h);
+	for (i = 0; i < COLLUDERS; i++) {
+		kill(pid[i], SIGKILL);
+		waitpid(pid[i], NULL, 0);
+		close(fd[i]);
+	}
+	assert_int_equal(agent_stop(SIGTERM), 0);
+}
+
 /*
  * One user holding idle connections: past its share it is told 429, the
  * others are served; idle ones are closed after the idle timeout.
@@ -383,6 +467,9 @@ static void test_harden_connection_caps(void **state)
 		assert_int_equal(call("GET", "/v1/healthz", NULL, &h), 200);
 		json_decref(h);
 	}
+	assert_int_equal(agent_stop(SIGTERM), 0);
+	colluding_uids();
+	agent_start("8", NULL);
 	agent_fx_finish(state);
 }
 
