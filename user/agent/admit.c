@@ -193,6 +193,7 @@ void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_op
 	so->io_paths[0] = e->req.cwd ? e->req.cwd : "/";
 	if (!e->req.sandbox.read_only_root_fs && !e->req.sandbox.max_ephemeral_storage)
 		so->io_paths[1] = "/tmp";
+	so->meter_only = a->cfg.meter_only;
 	so->shared_timers = true;
 	so->timers_moved = ag_timers_moved;
 	so->timers_ctx = (void *)e;

@@ -81,7 +81,7 @@ struct y_cfg {
 	char *admit_cpu_pressure, *admit_cpu_pressure_file, *admit_mem_available, *max_tools;
 	char *max_metric_tenants;
 	char *uid_min, *uid_max, *max_log_bytes, *retention, *retention_effects, *max_conns_per_uid;
-	char *max_conns, *idle_timeout, *ring_buffer, *pressure_action;
+	char *max_conns, *idle_timeout, *ring_buffer, *pressure_action, *enforcement;
 	struct y_tenant *tenants;
 	unsigned int tenants_count;
 	struct y_budgets *budgets;
@@ -142,7 +142,7 @@ static const cyaml_schema_field_t cfg_fields[] = {
 	STR(max_metric_tenants),
 	STR(uid_min), STR(uid_max), STR(max_log_bytes), STR(retention), STR(retention_effects),
 	STR(max_conns_per_uid), STR(max_conns), STR(idle_timeout), STR(ring_buffer),
-	STR(pressure_action),
+	STR(pressure_action), STR(enforcement),
 	CYAML_FIELD_SEQUENCE("tenants", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL, struct y_cfg, tenants,
 			     &tenant_schema, 0, BM_AGENT_MAX_TENANTS),
 	CYAML_FIELD_MAPPING_PTR("budgets", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL, struct y_cfg,
@@ -447,6 +447,14 @@ static int apply(struct ctx *x, const struct y_cfg *y, struct bm_agent_cfg *c)
 				   "invalid pressure_action '%s': expected pause or "
 				   "throttle_top",
 				   y->pressure_action);
+	}
+	if (!err && y->enforcement) {
+		if (!strcmp(y->enforcement, "meter"))
+			c->meter_only = true;
+		else if (strcmp(y->enforcement, "controllers"))
+			err = FAIL(x, "enforcement",
+				   "invalid enforcement '%s': expected controllers or meter",
+				   y->enforcement);
 	}
 	c->window_ns = (uint64_t)window_ms * BM_NSEC_PER_MSEC;
 	c->admit_cpu_pressure = pressure;

@@ -80,6 +80,11 @@ struct bm_agent_cfg {
 	struct bm_tenant_map tenants[BM_AGENT_MAX_TENANTS];
 	unsigned int n_tenants;
 	enum bm_pressure_action pressure_action;
+	/*
+	 * enforcement: meter: no controllers, the meter holds every ceiling (its
+	 * kernel kills), as run --meter-only; a node that delegates none, and tests
+	 */
+	bool meter_only;
 	/* budgets: every tenant's, unless it has its own; no rate: no budget */
 	struct bm_budget_cfg budget;
 	struct bm_tenant_budget budgets[BM_AGENT_MAX_TENANTS];
