@@ -10,9 +10,13 @@
 #include <sys/mount.h>
 #include <sys/statfs.h>
 
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
 #include "runner.h"
 #include "agent_fx.h"
 #include "base/common.h"
+#include "bm_abi.h"
 
 /* The agent with max_running running slots, and extra config lines (or NULL). */
 static void agent_start_n(int max_running, const char *extra)
@@ -105,10 +109,66 @@ static void test_faults_kill9_at_each_launch_step(void **state)
 	agent_fx_finish(state);
 }
 
+/* Tasks in a cgroup (its cgroup.procs lines), -1 if it is gone. */
+static int procs_in(const char *cg)
+{
+	char path[PATH_MAX + 16], buf[8192];
+	int n = 0, i, len;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	len = bm_read_file(AT_FDCWD, path, buf, sizeof(buf));
+	if (len < 0)
+		return -1;
+	for (i = 0; i < len; i++)
+		n += buf[i] == '\n';
+	return n;
+}
+
+/*
+ * A fork bomb that starts while the agent is stopped, its pids ceiling
+ * held by the meter alone (enforcement: meter): the kernel kills every
+ * task of it at its next fork, with no agent to ask. Under a controller it
+ * would sit at its ceiling until the agent came back.
+ */
+static void kernel_kill_while_stopped(void)
+{
+	char script[PATH_MAX + 64], bomb[PATH_MAX], cg[PATH_MAX];
+	json_t *e = NULL, *r;
+	int during;
+
+	if (!realpath(wl("bm-forkbomb"), bomb))
+		fail_msg("bm-forkbomb: %s", strerror(errno));
+	agent_start("enforcement: meter\n");
+	snprintf(script, sizeof(script), "sleep 1; exec %s 10", bomb);
+	r = sh_req("bomb", script);
+	json_object_set_new(r, "sandbox", json_pack("{s:i}", "pids_limit", 16));
+	assert_int_equal(call("POST", "/v1/effects", r, &e), 201);
+	snprintf(cg, sizeof(cg), "%s", jstr(e, "cgroup"));
+	json_decref(e);
+	e = NULL;
+	assert_int_equal(kill(ag.pid, SIGSTOP), 0);
+	/* it forks from 1 s on; at 3 s the kernel has killed what forked */
+	sleep(3);
+	during = procs_in(cg);
+	assert_int_equal(kill(ag.pid, SIGCONT), 0);
+	e = wait_final("bomb", 20000);
+	integ_note("bomb, forking while the agent was stopped: %d tasks left 2 s in, %s (%s, by %s), "
+		   "peak %lld tasks, pids held by %s", during, jstr(e, "state"),
+		   jstr(e, "outcome.termination.reason"), jstr(e, "outcome.termination.by"),
+		   jint(e, "outcome.peak.pids"), jstr(e, "outcome.enforcement.pids"));
+	assert_string_equal(jstr(e, "outcome.enforcement.pids"), "meter");
+	assert_int_equal(during, 0);
+	assert_string_equal(jstr(e, "outcome.termination.reason"), "pids_ceiling");
+	/* the kernel's kill at the 17th: forks already inside the kernel complete, one per CPU */
+	assert_between((double)jint(e, "outcome.peak.pids"), 16, getenv("BM_VM") ? 24 : 18);
+	json_decref(e);
+}
+
 /*
  * The agent stopped for 5 s: a memory ceiling still holds (the controller,
  * or the meter's kernel kill), and the meter goes on counting a spinner,
- * to the kernel's own cpu.stat.
+ * to the kernel's own cpu.stat. Then a kernel kill while it is stopped
+ * (kernel_kill_while_stopped()).
  */
 static void test_faults_sigstop(void **state)
 {
@@ -142,6 +202,8 @@ static void test_faults_sigstop(void **state)
 	assert_between(jnum(e, "outcome.totals.cpu_seconds") - jnum(e, "outcome.meter.cgroup_cpu_seconds"),
 		       -0.002, 0.002);
 	json_decref(e);
+	assert_int_equal(agent_stop(SIGTERM), 0);
+	kernel_kill_while_stopped();
 	agent_fx_finish(state);
 }
 
@@ -265,6 +327,27 @@ static void test_faults_full_state_dir(void **state)
 	assert_clean(*state);
 }
 
+/* The kernel's own count of ring-buffer records lost: the agent's pinned bm_stats, every CPU. */
+static long long kernel_lost(void)
+{
+	char path[PATH_MAX + 16];
+	int ncpu = libbpf_num_possible_cpus(), fd, c;
+	uint32_t key = BM_STAT_RB_DROPS;
+	long long sum = 0;
+
+	assert_true(ncpu > 0);
+	uint64_t v[ncpu];
+
+	snprintf(path, sizeof(path), "%s/bm_stats", ag.pins);
+	fd = bpf_obj_get(path);
+	assert_true(fd >= 0);
+	assert_int_equal(bpf_map_lookup_elem(fd, &key, v), 0);
+	close(fd);
+	for (c = 0; c < ncpu; c++)
+		sum += (long long)v[c];
+	return sum;
+}
+
 /*
  * A ring-buffer storm: effects crossing a threshold every window while the
  * agent is stopped, into a 16 KiB ring. What was lost is counted in every
@@ -303,8 +386,11 @@ static void test_faults_ring_storm(void **state)
 								   : lost;
 		json_decref(e);
 	}
-	integ_note("lost ring-buffer records, counted: %lld", lost);
+	integ_note("lost ring-buffer records, counted: %lld; the kernel's count: %lld", lost,
+		   kernel_lost());
 	assert_true(lost > 0);
+	/* every loss the kernel saw is in the last outcome: none after, none missed */
+	assert_int_equal(lost, kernel_lost());
 	agent_fx_finish(state);
 }
 
