@@ -32,20 +32,6 @@ static void agent_start(const char *extra)
 	agent_start_n(16, extra);
 }
 
-/* Does the agent's log hold needle? */
-static bool log_has(const char *needle)
-{
-	char line[4096];
-	bool found = false;
-	FILE *f = fopen(ag.log, "re");
-
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = strstr(line, needle) != NULL;
-	if (f)
-		fclose(f);
-	return found;
-}
-
 static int setup_f(void **state)
 {
 	return agent_fx_setup(state, "faults", "bmit-faults");
@@ -310,7 +296,7 @@ static void test_faults_full_state_dir(void **state)
 	json_decref(e);
 	e = NULL;
 	/* room again: it lands within a few ticks, and a restart reads it from the store */
-	assert_true(log_has("failed to store the outcome of"));
+	assert_true(agent_log_has("failed to store the outcome of"));
 	assert_int_equal(unlink(filler), 0);
 	usleep(500 * 1000);
 	assert_int_equal(agent_stop(SIGTERM), 0);

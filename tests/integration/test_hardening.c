@@ -51,18 +51,6 @@ static int post(json_t *req)
 	return st;
 }
 
-/* The effect's output, as the agent kept it. */
-static const char *log_of(const char *tenant, const char *id)
-{
-	static char buf[1 << 20];
-	char path[PATH_MAX + 256];
-
-	snprintf(path, sizeof(path), "%s/logs/%.64s@%.64s.log", ag.state, tenant, id);
-	if (bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) < 0)
-		buf[0] = '\0';
-	return buf;
-}
-
 static void expect_state(const char *id, const char *want, int timeout_ms)
 {
 	json_t *e = wait_final(id, timeout_ms);
@@ -158,7 +146,7 @@ static void test_harden_identity_after_restart(void **state)
 	e = wait_final_as(tenant, "nb1", 20000);
 	assert_string_equal(jstr(e, "state"), "succeeded");
 	json_decref(e);
-	assert_string_equal(log_of(tenant, "nb1"), "65534\n");
+	assert_string_equal(effect_log(tenant, "nb1"), "65534\n");
 	expect_state("blocker", "cancelled", 5000);
 	agent_fx_finish(state);
 }
@@ -182,7 +170,7 @@ static void test_harden_tenant_uids(void **state)
 		e = wait_final_as(tenant, id, 20000);
 		assert_string_equal(jstr(e, "state"), "succeeded");
 		json_decref(e);
-		uid[i] = atol(log_of(tenant, id));
+		uid[i] = atol(effect_log(tenant, id));
 		integ_note("tenant %s runs as uid %ld", tenant, uid[i]);
 		assert_between(uid[i], 900000, 965535);
 	}
@@ -218,7 +206,7 @@ static void test_harden_isolation(void **state)
 				     json_pack("{s:b, s:b}", "read_only_root_fs", 1,
 					       "drop_all_capabilities", 1))), 201);
 	expect_state("iso", "succeeded", 20000);
-	out = log_of(token, "iso");
+	out = effect_log(token, "iso");
 	integ_note("the effect said: %s", out);
 	assert_non_null(strstr(out, "pid=2\n"));
 	assert_non_null(strstr(out, "init=bm-init\n"));
@@ -246,14 +234,14 @@ static void test_harden_isolation(void **state)
 		e = wait_final_as(script, "cwd", 20000);
 		integ_note("cwd /root as nobody: %s (%s)", jstr(e, "state"),
 			   jstr(e, "outcome.termination.reason"));
-		integ_note("its output: '%s'", log_of(script, "cwd"));
+		integ_note("its output: '%s'", effect_log(script, "cwd"));
 		/* refused as a command that cannot start there is (126, by burstmeter), not a meter error */
 		assert_string_equal(jstr(e, "state"), "failed");
 		assert_string_equal(jstr(e, "outcome.termination.reason"), "failed");
 		assert_string_equal(jstr(e, "outcome.termination.by"), "burstmeter");
 		assert_int_equal(jint(e, "outcome.exit.code"), 126);
 		json_decref(e);
-		assert_string_equal(log_of(script, "cwd"), "");
+		assert_string_equal(effect_log(script, "cwd"), "");
 	}
 	agent_fx_finish(state);
 }
@@ -333,19 +321,6 @@ static void test_harden_effect_caller(void **state)
 	agent_fx_finish(state);
 }
 
-/* A connection to the socket that says nothing. */
-static int idle_conn(void)
-{
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	assert_true(strlen(ag.sock) < sizeof(sun.sun_path));
-	memcpy(sun.sun_path, ag.sock, strlen(ag.sock) + 1);
-	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
-	return fd;
-}
-
 /* Was fd (just connected) refused with a 429? Accepted idle ones say nothing in 300 ms. */
 static bool refused(int fd)
 {
@@ -381,7 +356,7 @@ static pid_t hold_conns_as(uid_t uid, int want, int *pipe_r)
 		if (setgid(uid) || setuid(uid))
 			_exit(1);
 		for (i = 0; i < want; i++)
-			taken += !refused(idle_conn());
+			taken += !refused(agent_conn());
 		if (write(p[1], &taken, 1) != 1)
 			_exit(1);
 		pause();
@@ -441,9 +416,9 @@ static void test_harden_connection_caps(void **state)
 
 	agent_start("8", "max_conns_per_uid: 4\nidle_timeout: 2\n");
 	for (i = 0; i < 4; i++)
-		fd[i] = idle_conn();
+		fd[i] = agent_conn();
 	usleep(100000);
-	extra = idle_conn();
+	extra = agent_conn();
 	n = read(extra, buf, sizeof(buf) - 1);
 	assert_true(n > 0);
 	buf[n] = '\0';
@@ -531,7 +506,7 @@ static void test_harden_retention_and_log_cap(void **state)
 	}
 	assert_int_equal(post(sh_req("big", "yes | head -c 1000000", NULL)), 201);
 	expect_state("big", "succeeded", 20000);
-	out = log_of(token, "big");
+	out = effect_log(token, "big");
 	integ_note("the log kept %zu bytes of 1000000", strlen(out));
 	assert_between((double)strlen(out), 65536, 65536 + 200);
 	assert_non_null(strstr(out, "[burstmeter: output past 65536 bytes dropped: 934464 bytes]"));

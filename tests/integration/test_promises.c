@@ -9,8 +9,6 @@
  * tenant's uid is the same after a restart.
  */
 #include <sqlite3.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 
 #include "runner.h"
 #include "agent_fx.h"
@@ -38,18 +36,6 @@ static json_t *sh_req(const char *tenant, const char *id, const char *script)
 	if (tenant)
 		json_object_set_new(r, "tenant", json_string(tenant));
 	return r;
-}
-
-/* The effect's output, as the agent kept it. */
-static const char *log_of(const char *tenant, const char *id)
-{
-	static char buf[1 << 16];
-	char path[PATH_MAX + 256];
-
-	snprintf(path, sizeof(path), "%s/logs/%.64s@%.64s.log", ag.state, tenant, id);
-	if (bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) < 0)
-		buf[0] = '\0';
-	return buf;
 }
 
 /* GET of tenant's effect id (a new reference). */
@@ -108,8 +94,8 @@ static void test_promises_names_collide_not(void **state)
 	json_decref(g);
 	/* and each one's output is its own */
 	usleep(300 * 1000);
-	assert_string_equal(log_of(token, "a.x"), "one\n");
-	assert_string_equal(log_of(t2, "x"), "two\n");
+	assert_string_equal(effect_log(token, "a.x"), "one\n");
+	assert_string_equal(effect_log(t2, "x"), "two\n");
 	cancel_as(token, "a.x");
 	/* cancelling one left the other running */
 	g = get_as(t2, "x");
@@ -117,19 +103,6 @@ static void test_promises_names_collide_not(void **state)
 	json_decref(g);
 	cancel_as(t2, "x");
 	agent_fx_finish(state);
-}
-
-/* A connection to the agent's socket. */
-static int sock_conn(void)
-{
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	assert_true(strlen(ag.sock) < sizeof(sun.sun_path));
-	memcpy(sun.sun_path, ag.sock, strlen(ag.sock) + 1);
-	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
-	return fd;
 }
 
 /* The agent's resident memory, KiB. */
@@ -142,20 +115,6 @@ static long agent_rss_kib(void)
 	p = strstr(buf, "\nVmRSS:");
 	assert_non_null(p);
 	return atol(p + 7);
-}
-
-/* Does the agent's log hold needle? */
-static bool log_has(const char *needle)
-{
-	char line[4096];
-	bool found = false;
-	FILE *f = fopen(ag.log, "re");
-
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = strstr(line, needle) != NULL;
-	if (f)
-		fclose(f);
-	return found;
 }
 
 /*
@@ -184,16 +143,16 @@ static void test_promises_slow_reader_cut(void **state)
 	usleep(500 * 1000);
 	rss0 = agent_rss_kib();
 	for (i = 0; i < READERS; i++) {
-		fd[i] = sock_conn();
+		fd[i] = agent_conn();
 		assert_int_equal(write(fd[i], req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
 	}
 	/* never read: a MiB each behind what the socket holds, then full for 2 s */
-	for (t = 0; t < 180 && !log_has("events stream of"); t++)
+	for (t = 0; t < 180 && !agent_log_has("events stream of"); t++)
 		sleep(1);
 	rss1 = agent_rss_kib();
 	integ_note("cut after %d s; the agent's memory %ld -> %ld KiB with %d readers that never "
 		   "read", t, rss0, rss1, READERS);
-	assert_true(log_has("left 1 MiB unread"));
+	assert_true(agent_log_has("left 1 MiB unread"));
 	assert_true(rss1 - rss0 < READERS * 3 * 1024 + 8 * 1024);
 	/* each stream ends (what it held, then the end), while the effect runs on */
 	for (i = 0; i < READERS; i++) {
@@ -339,7 +298,7 @@ static long uid_of(const char *tenant, const char *id)
 	e = wait_final_as(tenant, id, 20000);
 	assert_string_equal(jstr(e, "state"), "succeeded");
 	json_decref(e);
-	uid = atol(log_of(tenant, id));
+	uid = atol(effect_log(tenant, id));
 	integ_note("tenant %s: uid %ld", tenant, uid);
 	assert_between(uid, 900000, 965535);
 	return uid;
