@@ -235,11 +235,14 @@ static void test_harden_isolation(void **state)
 		integ_note("cwd /root as nobody: %s (%s)", jstr(e, "state"),
 			   jstr(e, "outcome.termination.reason"));
 		integ_note("its output: '%s'", effect_log(script, "cwd"));
-		/* refused as a command that cannot start there is (126, by burstmeter), not a meter error */
+		/* the request's refusal (125 as run says it, by burstmeter, EACCES), not a meter error */
+		integ_note("advice: %s", jstr(e, "outcome.retry.advice"));
 		assert_string_equal(jstr(e, "state"), "failed");
 		assert_string_equal(jstr(e, "outcome.termination.reason"), "failed");
 		assert_string_equal(jstr(e, "outcome.termination.by"), "burstmeter");
-		assert_int_equal(jint(e, "outcome.exit.code"), 126);
+		assert_int_equal(jint(e, "outcome.exit.code"), 125);
+		assert_non_null(strstr(jstr(e, "outcome.retry.advice"), strerror(EACCES)));
+		assert_true(jget(e, "outcome.retry.eligible") == json_false());
 		json_decref(e);
 		assert_string_equal(effect_log(script, "cwd"), "");
 	}

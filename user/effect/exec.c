@@ -153,6 +153,9 @@ static int apply_exec(const struct bm_exec *x)
 		return err;
 	if (x->set_ids && (setgroups(0, NULL) < 0 || setgid(x->gid) < 0 || setuid(x->uid) < 0))
 		return -errno;
+	/* as the effect's uid: no directory it could not reach itself */
+	if (x->cwd && chdir(x->cwd) < 0)
+		return -errno;
 	/* its own directory, again: a workspace may be mounted over it now */
 	if (!x->cwd && bm_mounts_wanted(&x->mnt))
 		bm_ns_reenter();
@@ -215,14 +218,6 @@ static void child_exec(const int *join_fds, int n_join, char *const argv[], cons
 	}
 	if (x && (err = -apply_exec(x))) {
 		report(errfd, 1, err);
-		_exit(127);
-	}
-	/*
-	 * as the effect's uid, capabilities dropped: no directory it could not
-	 * reach itself. Refused, it is the command's failure to start (as exec's)
-	 */
-	if (x && x->cwd && chdir(x->cwd) < 0) {
-		report(errfd, 0, errno);
 		_exit(127);
 	}
 	/* a shim ignores SIGTERM for itself; the command must not inherit that */
