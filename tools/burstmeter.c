@@ -49,6 +49,7 @@ static const struct cmd cmds[] = {
 	{ "hist", bm_cmd_hist, "an effect's per-window histograms, like runqlat" },
 	{ "podspec", bm_cmd_podspec, "an agent run's Pod and NetworkPolicy, from its request" },
 	{ "podstate", bm_cmd_podstate, "an agent run's state, from its pod objects (kubectl -w)" },
+	{ "podtenants", bm_cmd_podtenants, "the agent's pod_tenants file, from pod objects (kubectl -w)" },
 	{ "mcp", bm_cmd_mcp, "a Model Context Protocol server on stdio: metered tool calls" },
 	{ "advise", bm_cmd_advise, "ceilings and requests per tool kind, from the stored outcomes" },
 	{ "help", cmd_help, "this help" },

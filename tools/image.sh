@@ -22,6 +22,12 @@ rm -rf "$ctx"
 mkdir -p "$root/usr/local/bin" "$root/etc/burstmeter" "$root/run/burstmeter" "$root/var/lib/burstmeter" \
 	"$root/sys/fs/bpf" "$root/proc" "$root/dev"
 install -m 0755 "$bin" "$O/bm-agent" "$O/bm-shim" "$root/usr/local/bin/"
+# kubectl for podtenants' watch (deploy/kubernetes/podtenants.yaml): static, the build host's
+if command -v kubectl >/dev/null; then
+	install -m 0755 "$(command -v kubectl)" "$root/usr/local/bin/kubectl"
+else
+	echo "burstmeter: no kubectl here: the image's podtenants DaemonSet will not start" >&2
+fi
 # every library at the path the loader looks for it, symlinks resolved (no /lib -> usr/lib here)
 # (ldd heads each file's list with "FILE:": not a library)
 for lib in $(ldd "$bin" "$O/bm-agent" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $1 !~ /:$/ { print $1 }' | sort -u); do

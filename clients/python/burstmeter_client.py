@@ -181,6 +181,19 @@ class Limits:
 
 
 @dataclass
+class Expect:
+    """The request's declared intent against what was observed (outcome "expect")."""
+    declared: Dict[str, float]
+    observed: Dict[str, float]
+    exceeded: List[str]
+
+
+@dataclass
+class Trace:
+    traceparent: str    # the request's W3C trace context
+
+
+@dataclass
 class Outcome:
     """burstmeter.outcome/v1; raw has every field, the typed ones are the contract's."""
     id: str
@@ -195,10 +208,13 @@ class Outcome:
     retry: Retry
     actions: List[Dict[str, Any]]
     raw: Dict[str, Any]
+    expect: Optional[Expect] = None     # only when the request declared one
+    trace: Optional[Trace] = None       # only when the request had a traceparent
 
     @classmethod
     def from_json(cls, o: Dict[str, Any]) -> "Outcome":
         p, lim, ex = o.get("peak", {}), o.get("limits", {}), o.get("exit", {})
+        x, tr = o.get("expect"), o.get("trace")
         return cls(
             id=o.get("id", ""), tenant=o.get("tenant", ""), intent=o.get("intent", ""),
             wall_seconds=o.get("wall_seconds", 0.0),
@@ -209,7 +225,10 @@ class Outcome:
             exit_code=ex.get("code"), exit_signal=ex.get("signal"),
             termination=Termination(**{k: o.get("termination", {}).get(k, "") for k in ("reason", "by")}),
             retry=Retry(**{"eligible": True, "after_ms": 0, "advice": "", **o.get("retry", {})}),
-            actions=o.get("actions", []), raw=o)
+            actions=o.get("actions", []), raw=o,
+            expect=Expect(x.get("declared", {}), x.get("observed", {}), x.get("exceeded", []))
+            if isinstance(x, dict) else None,
+            trace=Trace(tr.get("traceparent", "")) if isinstance(tr, dict) else None)
 
 
 @dataclass

@@ -3,7 +3,8 @@
 # deploy/kubernetes, offline: `kubectl kustomize` renders it; every object passes the
 # Kubernetes OpenAPI schema (npm kubernetes-models, installed into BUILD_DIR/npm) and the
 # ServiceMonitor its CRD's (@kubernetes-models/prometheus-operator); the DaemonSet has what
-# the agent needs (tests/deploy/validate-manifests.mjs); the validator refuses a broken
+# the agent needs (tests/deploy/validate-manifests.mjs), the PriorityClasses are the ones
+# `burstmeter podspec` names; the validator refuses a broken
 # object; and the ConfigMap's agent.yaml and policy.yaml are what the agent accepts: its
 # init step (burstmeter agent --preflight) passes with them, its paths moved to this test's.
 # TAP output.
@@ -69,7 +70,9 @@ check "npm kubernetes-models and @kubernetes-models/prometheus-operator are inst
 	test -d "$npm/node_modules/kubernetes-models" -a -d "$npm/node_modules/@kubernetes-models/prometheus-operator"
 # resolved from $npm: the script runs from there
 cp tests/deploy/validate-manifests.mjs "$npm/validate-manifests.mjs"
-tap_of node "$npm/validate-manifests.mjs" "$tmp/rendered.yaml" deploy/kubernetes/examples/sandbox-pod.yaml
+tap_of node "$npm/validate-manifests.mjs" --podspec "$(cd "$O" && pwd)/burstmeter" \
+	"$(pwd)/tests/fixtures/pods/spec/seed.request.json" "$tmp/rendered.yaml" \
+	deploy/kubernetes/examples/sandbox-pod.yaml
 check "validate-manifests passed" [ "$rc" = 0 ]
 
 # --- the validator refuses what the API server would: a wrong type, a missing field

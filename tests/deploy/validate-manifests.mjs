@@ -4,9 +4,11 @@
 // Operator CRD's schema, @kubernetes-models/prometheus-operator), then what the agent needs
 // from its DaemonSet, checked field by field. TAP lines on stdout.
 //
-// Usage: node validate-manifests.mjs RENDERED.yaml [EXTRA.yaml...]
+// Usage: node validate-manifests.mjs [--podspec BURSTMETER REQUEST.json] RENDERED.yaml [EXTRA.yaml...]
+//        (--podspec: the PriorityClasses are the ones `burstmeter podspec` names for priority 1..10)
 //        node validate-manifests.mjs --expect-invalid FILE.yaml   (the validator's own check)
 // Run with NODE_PATH-free resolution from build/npm (the test copies this file there).
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
 
@@ -16,6 +18,11 @@ const models = {
   "v1/Service": ["kubernetes-models/v1", "Service"],
   "v1/Pod": ["kubernetes-models/v1", "Pod"],
   "apps/v1/DaemonSet": ["kubernetes-models/apps/v1", "DaemonSet"],
+  "scheduling.k8s.io/v1/PriorityClass": ["kubernetes-models/scheduling.k8s.io/v1", "PriorityClass"],
+  "v1/ServiceAccount": ["kubernetes-models/v1", "ServiceAccount"],
+  "rbac.authorization.k8s.io/v1/ClusterRole": ["kubernetes-models/rbac.authorization.k8s.io/v1", "ClusterRole"],
+  "rbac.authorization.k8s.io/v1/ClusterRoleBinding": [
+    "kubernetes-models/rbac.authorization.k8s.io/v1", "ClusterRoleBinding"],
   "networking.k8s.io/v1/NetworkPolicy": ["kubernetes-models/networking.k8s.io/v1", "NetworkPolicy"],
   "monitoring.coreos.com/v1/ServiceMonitor": [
     "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1", "ServiceMonitor"],
@@ -48,6 +55,8 @@ async function validate(obj) {
 }
 
 const args = process.argv.slice(2);
+let podspec = null;
+if (args[0] === "--podspec") podspec = args.splice(0, 3).slice(1);
 if (args[0] === "--expect-invalid") {
   // a broken object must be refused, or the checks above prove nothing
   for (const o of load(args[1])) {
@@ -63,8 +72,8 @@ for (const o of objs) {
   check(`${o.kind} ${o.metadata?.name} passes the ${o.kind === "ServiceMonitor" ? "Prometheus Operator CRD" : "Kubernetes OpenAPI"} schema`, why === "", why);
 }
 
-const find = (kind) => objs.find((o) => o.kind === kind);
-const ns = find("Namespace"), ds = find("DaemonSet"), cm = find("ConfigMap");
+const find = (kind, name) => objs.find((o) => o.kind === kind && (!name || o.metadata?.name === name));
+const ns = find("Namespace"), ds = find("DaemonSet", "burstmeter-agent"), cm = find("ConfigMap");
 const svc = find("Service"), sm = find("ServiceMonitor"), np = find("NetworkPolicy");
 check("one each: Namespace, DaemonSet, ConfigMap, Service, ServiceMonitor, NetworkPolicy",
   ns && ds && cm && svc && sm && np);
@@ -81,7 +90,7 @@ const sub = (sel, l) => Object.entries(sel || {}).every(([k, v]) => l?.[k] === v
 check("the namespace is labelled for privileged Pod Security",
   ns.metadata.labels?.["pod-security.kubernetes.io/enforce"] === "privileged");
 check("every object is in that namespace",
-  objs.filter((o) => o.kind !== "Namespace" && o.kind !== "Pod").every((o) => o.metadata.namespace === ns.metadata.name));
+  objs.filter((o) => !["Namespace", "Pod", "PriorityClass", "ClusterRole", "ClusterRoleBinding"].includes(o.kind)).every((o) => o.metadata.namespace === ns.metadata.name));
 check("hostPID, pod network (not hostNetwork)", pod.hostPID === true && !pod.hostNetwork);
 check("system-node-critical", pod.priorityClassName === "system-node-critical");
 check("tolerates every taint", (pod.tolerations || []).some((t) => t.operator === "Exists" && !t.key && !t.effect));
@@ -130,6 +139,56 @@ check("the NetworkPolicy takes the agent pods, lets only the metrics port in, no
   sub(np.spec.podSelector.matchLabels, labels) && np.spec.policyTypes.includes("Ingress") &&
   np.spec.policyTypes.includes("Egress") && (np.spec.egress || []).length === 0 &&
   np.spec.ingress.every((r) => r.ports.every((p) => p.port === "metrics")));
+
+// --- pod_tenants: kept by podtenants' DaemonSet on a hostPath the agent mounts read-only
+const pt = find("DaemonSet", "burstmeter-podtenants");
+const ptPod = pt?.spec.template.spec, ptc = ptPod?.containers?.[0];
+const ptFile = (cm.data["agent.yaml"].match(/^pod_tenants: (\S+)/m) || [])[1] || "";
+const ptDir = ptFile.replace(/\/[^/]+$/, "");
+const ptVol = (p, c) => p?.volumes?.find((v) => v.name === (c?.volumeMounts || []).find((m) => m.mountPath === ptDir)?.name);
+const ptOut = ptc?.args?.[ptc.args.indexOf("--out") + 1];
+check("pod_tenants is on a hostPath (not the ConfigMap), the agent's mount read-only",
+  ptDir !== "" && !ptDir.startsWith("/etc/burstmeter") && ptVol(pod, agent)?.hostPath?.path === ptDir &&
+  mountOf(agent, ptDir).readOnly === true, `pod_tenants: ${ptFile}`);
+check("burstmeter podtenants writes that file, on the same hostPath, from a watch of its node's pods",
+  ptc?.args?.[0] === "podtenants" && ptOut === ptFile && ptVol(ptPod, ptc)?.hostPath?.path === ptDir &&
+  ptc.args.includes("--watch") && ptc.args.some((a) => a === "--field-selector=spec.nodeName=$(NODE_NAME)") &&
+  ptc.env?.some((e) => e.name === "NODE_NAME" && e.valueFrom?.fieldRef?.fieldPath === "spec.nodeName"));
+const role = find("ClusterRole", "burstmeter-podtenants"), bind = find("ClusterRoleBinding", "burstmeter-podtenants");
+check("its ClusterRole only reads pods, bound to its ServiceAccount; the agent's pods are not its",
+  role?.rules?.length === 1 && role.rules[0].resources.join() === "pods" &&
+  role.rules[0].verbs.every((v) => ["get", "list", "watch"].includes(v)) &&
+  bind?.subjects?.some((x) => x.kind === "ServiceAccount" && x.name === ptPod?.serviceAccountName &&
+    x.namespace === ns.metadata.name) &&
+  !sub(np.spec.podSelector.matchLabels, pt.spec.template.metadata.labels) && !pod.serviceAccountName);
+
+// --- the classes the runs' pods name: three, below the agent's, each one podspec names
+const classes = objs.filter((o) => o.kind === "PriorityClass");
+const sysNodeCritical = 2000001000, userMax = 1000000000;
+check("PriorityClasses: burstmeter-low < -normal < -high, all <= 1000000000 (user classes), below system-node-critical",
+  classes.length === 3 && ["burstmeter-low", "burstmeter-normal", "burstmeter-high"].every((name, i, a) => {
+    const c = classes.find((x) => x.metadata.name === name);
+    const prev = i && classes.find((x) => x.metadata.name === a[i - 1]);
+    return c && c.value <= userMax && c.value < sysNodeCritical && (!prev || prev.value < c.value) &&
+      !c.globalDefault && !c.metadata.namespace;
+  }), classes.map((c) => `${c.metadata.name}=${c.value}`).join(" "));
+check("PriorityClasses: low and normal never preempt; high preempts only lower classes",
+  classes.every((c) => (c.metadata.name === "burstmeter-high" ? "PreemptLowerPriority" : "Never") ===
+    (c.preemptionPolicy || "PreemptLowerPriority")));
+if (podspec) {
+  const [bin, reqFile] = podspec;
+  const req = JSON.parse(readFileSync(reqFile, "utf8"));
+  const named = new Set(), missing = [];
+  for (let p = 1; p <= 10; p++) {
+    const out = execFileSync(bin, ["podspec", "--json", "-"],
+      { input: JSON.stringify({ ...req, priority: p }), encoding: "utf8" });
+    const name = JSON.parse(out).items[0].spec.priorityClassName;
+    named.add(name);
+    if (!classes.some((c) => c.metadata.name === name)) missing.push(`${p}: ${name}`);
+  }
+  check(`burstmeter podspec names, for priority 1..10, only classes defined here (${[...named].join(", ")})`,
+    missing.length === 0 && named.size === classes.length, `not defined: ${missing.join(", ")}`);
+}
 
 const sandbox = objs.find((o) => o.kind === "Pod");
 if (sandbox) {

@@ -6,7 +6,7 @@
  * the callers' own), the rest is the text. Besides memory errors it checks
  * that an accepted value is in its range and reads back the same from its
  * canonical text (bytes; ns as seconds with 9 decimals; millicores as
- * "<n>m"), that plain integers agree with strtoull(), and bm_valid_name()
+ * "<n>m"; the same for Kubernetes quantities), that plain integers agree with strtoull(), and bm_valid_name()
  * against its definition.
  */
 #include <errno.h>
@@ -84,7 +84,7 @@ static void check_units(const char *kind,
 	if (!strcmp(kind, "duration"))
 		snprintf(text, sizeof(text), "%llu.%09llu", (unsigned long long)(v / 1000000000ULL),
 			 (unsigned long long)(v % 1000000000ULL));
-	else if (!strcmp(kind, "cores"))
+	else if (strstr(kind, "cores"))
 		snprintf(text, sizeof(text), "%llum", (unsigned long long)v);
 	else
 		snprintf(text, sizeof(text), "%llu", (unsigned long long)v);
@@ -116,6 +116,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_units("size", bm_parse_size, s, PICK(size_ranges, sel));
 	check_units("duration", bm_parse_duration_ns, s, PICK(dur_ranges, sel));
 	check_units("cores", bm_parse_cores, s, PICK(core_ranges, sel));
+	check_units("k8s bytes", bm_parse_k8s_bytes, s, PICK(size_ranges, sel));
+	check_units("k8s cores", bm_parse_k8s_cpu, s, PICK(core_ranges, sel));
 	check_name(s);
 	free(s);
 	return 0;

@@ -29,15 +29,16 @@ export function get(sock, path, timeoutMs = 5000) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// Start an agent; resolves once GET /v1/healthz answers 200.
-export async function startAgent(tag) {
+// Start an agent; resolves once GET /v1/healthz answers 200. opts.config(dir): the config's
+// text, written in the agent's directory dir before it starts (default: pressure never queues).
+export async function startAgent(tag, opts = {}) {
 	const dir = mkdtempSync(`/tmp/bm-${tag}.`);
 	const sock = join(dir, 'api.sock');
 	const pins = `/sys/fs/bpf/${tag}-${process.pid}`;
 	const log = join(dir, 'agent.log');
 	const cfg = join(dir, 'agent.yaml');
 	// admission by the node's pressure is not under test: other work on the machine must not queue ours
-	writeFileSync(cfg, 'admit_cpu_pressure: 100\nadmit_mem_available: 0\n');
+	writeFileSync(cfg, opts.config ? opts.config(dir) : 'admit_cpu_pressure: 100\nadmit_mem_available: 0\n');
 	const fd = openSync(log, 'a');
 	const child = spawn(BM_BIN, ['agent', '--config', cfg, '--socket', sock, '--state-dir', join(dir, 'state'),
 		'--pin-dir', pins, '--metrics', ''], { stdio: ['ignore', fd, fd] });

@@ -28,6 +28,14 @@ cant() {
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || "$src/tools/deps.sh" node ||
 	cant "node and npm could not be installed"
 command -v python3 >/dev/null 2>&1 || cant "needs python3"
+# @modelcontextprotocol/sdk@1 declares node >= 18, @modelcontextprotocol/client@2.4.0 >= 20; the
+# suites pass on Debian 12's 18.20 all the same (tools/deps.sh), so below 20 it is said, not refused
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$node_major" -lt 18 ]; then
+	echo "not ok 1 - harness: node $(node --version 2>/dev/null) is too old: the MCP SDKs need node >= 18 (>= 20 declared by @modelcontextprotocol/client)"
+	exit 1
+fi
+[ "$node_major" -ge 20 ] || echo "harness: node $(node --version) is below the >= 20 @modelcontextprotocol/client@2.4.0 declares (the suites pass on 18.20)" >&2
 
 # the packages, once per set of versions, and again if another install pruned one
 # (podspec's npm install into the same BUILD_DIR/npm removes what it did not ask for)

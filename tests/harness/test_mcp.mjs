@@ -8,12 +8,14 @@
 // arguments (a JSON-RPC error naming the field). Then one call with no agent (standalone).
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { join } from 'node:path';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as LegacyStdio } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Client as ModernClient } from '@modelcontextprotocol/client';
 import { StdioClientTransport as ModernStdio } from '@modelcontextprotocol/client/stdio';
-import { BM_BIN, WORKLOADS, startAgent } from './agent.mjs';
+import { BM_BIN, WORKLOADS, get, startAgent } from './agent.mjs';
 
 const wl = (name) => `${WORKLOADS}/${name}`;
 const TOOLS = ['run_command', 'get_effect', 'cancel_effect', 'node_pressure'];
@@ -211,12 +213,75 @@ for (const era of ['legacy', 'modern']) {
 		await assert.rejects(call(client, era, 'no_such_tool', {}), (e) => e.code === -32602);
 	});
 
-	test(`${era}: node_pressure`, async () => {
+	test(`${era}: node_pressure: what the agent's admission sees`, async () => {
 		const r = await call(client, era, 'node_pressure', {});
 		const sc = r.structuredContent;
+		const h = (await get(agent.sock, '/v1/healthz')).body;
+		assert.equal(sc.source, 'agent');
 		assert.ok(sc.memory_available_bytes > 0);
 		assert.equal(typeof sc.agent.running, 'number');
-		assert.match(r.content[0].text, /cpu pressure .* available; the agent runs \d+, \d+ queued/);
+		// the agent's own bounds (agent.mjs: admit_cpu_pressure 100, admit_mem_available 0), not the server's view
+		assert.equal(sc.pressure.admit_cpu_pressure, 100);
+		assert.equal(sc.pressure.admit_mem_available_bytes, 0);
+		assert.equal(sc.pressure.action, h.pressure.action);
+		assert.equal(sc.agent.max_running, h.max_running);
+		assert.equal(sc.tenant.name, 'uid-0');
+		assert.equal(sc.admits, true, r.content[0].text);
+		assert.match(r.content[0].text, /^admits now: yes, because cpu pressure \d+\.\d+ % \(avg10 of \/proc\/pressure\/cpu\) is at most admit_cpu_pressure 100 %/);
+		assert.match(r.content[0].text, /cpu pressure .* available; the agent runs \d+, \d+ queued$/);
+	});
+
+	test(`${era}: output capped end to end: head, the marker, tail`, async () => {
+		// 200000 bytes of 'a', then a line: 1000 kept, the first and the last 500
+		const r = await call(client, era, 'run_command', {
+			command: "head -c 200000 /dev/zero | tr '\\0' a; echo; echo the-end; echo e >&2",
+			max_output_bytes: 1000,
+		});
+		const sc = r.structuredContent;
+		assert.equal(r.isError, false, r.content[0].text);
+		assert.equal(sc.truncated, true);
+		assert.equal(sc.stdout_bytes, 200000 + 1 + 8);
+		assert.equal(sc.stderr, 'e\n');
+		const m = sc.stdout.match(/^(a{500})\n?\[\.\.\. (\d+) bytes left out \.\.\.\]\n([^]*)$/);
+		assert.ok(m, sc.stdout.slice(0, 600));
+		assert.equal(Number(m[2]), sc.stdout_bytes - 1000);
+		assert.equal(m[3], 'a'.repeat(500 - 9) + '\nthe-end\n');
+		assert.ok(r.content.some((c) => /^stdout \(200009 bytes, the middle left out\):\n/.test(c.text)));
+		// under the cap: whole, not marked
+		const s = await call(client, era, 'run_command', { command: 'echo short', max_output_bytes: 1000 });
+		assert.equal(s.structuredContent.truncated, false);
+		assert.equal(s.structuredContent.stdout, 'short\n');
+		await assert.rejects(call(client, era, 'run_command', { argv: ['/bin/true'], max_output_bytes: 2 ** 21 }),
+			(e) => e.code === -32602 && /max_output_bytes/.test(e.message));
+	});
+
+	test(`${era}: network_policy none refuses a loopback connect that full allows; env reaches the command`, async () => {
+		const seen = [];
+		const srv = net.createServer((c) => { seen.push(1); c.end(); });
+		await new Promise((res) => srv.listen(0, '127.0.0.1', res));
+		const port = srv.address().port;
+		const py = `import socket; socket.create_connection(("127.0.0.1", ${port}), 3).close(); print("connected")`;
+		try {
+			const full = await call(client, era, 'run_command', { argv: ['python3', '-c', py], network_policy: 'full' });
+			assert.equal(full.isError, false, full.content[0].text + full.structuredContent.stderr);
+			assert.equal(full.structuredContent.stdout, 'connected\n');
+			assert.equal(seen.length, 1);
+			const none = await call(client, era, 'run_command', { argv: ['python3', '-c', py], network_policy: 'none' });
+			assert.equal(none.isError, true);
+			assert.equal(none.structuredContent.reason, 'failed');
+			assert.equal(none.structuredContent.exit_code, 1);
+			assert.match(none.structuredContent.stderr, /(ConnectionRefused|Network is unreachable|OSError)/);
+			assert.equal(none.structuredContent.outcome.sandbox.network_policy, 'none');
+			assert.equal(seen.length, 1, 'the server saw no connection from the call with network_policy none');
+		} finally {
+			srv.close();
+		}
+		const e = await call(client, era, 'run_command', {
+			command: 'printf "%s|%s" "$BM_TEST_VAR" "$BM_TEST_EMPTY"', env: { BM_TEST_VAR: 'two words', BM_TEST_EMPTY: '' },
+		});
+		assert.equal(e.structuredContent.stdout, 'two words|');
+		await assert.rejects(call(client, era, 'run_command', { argv: ['/bin/true'], env: { BM_X: 5 } }),
+			(err) => err.code === -32602 && /env/.test(err.message));
 	});
 
 	test(`${era}: the same ceiling again: the agent backs off, and the result says until when`, async () => {
@@ -242,6 +307,52 @@ for (const era of ['legacy', 'modern']) {
 	});
 }
 
+test('node_pressure: an agent over its cpu pressure says it does not admit now, and why', async () => {
+	// a PSI file of the test's own at 95 % against admit_cpu_pressure 50 (as test_budgets does it)
+	const psi = (avg10) => `some avg10=${avg10} avg60=${avg10} avg300=${avg10} total=1000\n` +
+		'full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n';
+	let file;
+	const a = await startAgent('bm-mcp-over', {
+		config: (dir) => {
+			file = join(dir, 'cpu.pressure');
+			writeFileSync(file, psi('95.00'));
+			return `admit_cpu_pressure: 50\nadmit_cpu_pressure_file: ${file}\nadmit_mem_available: 0\n`;
+		},
+	});
+	let client;
+	try {
+		client = await connect('legacy', ['--socket', a.sock]);
+		const r = await call(client, 'legacy', 'node_pressure', {});
+		const sc = r.structuredContent;
+		assert.equal(sc.admits, false, r.content[0].text);
+		assert.equal(sc.pressure.over, true);
+		assert.equal(sc.pressure.room, false);
+		assert.equal(sc.pressure.cpu_some_avg10, 95);
+		assert.equal(sc.pressure.admit_cpu_pressure, 50);
+		assert.equal(sc.pressure.action, 'pause');
+		assert.equal(typeof sc.pressure.cpu_some_1s, 'number');
+		assert.match(r.content[0].text, new RegExp(`^admits now: no, because cpu pressure 95\\.00 % \\(avg10 of ${file}\\) ` +
+			'is above admit_cpu_pressure 50 %; '));
+		assert.match(sc.because, /^because cpu pressure 95\.00 %/);
+		assert.equal(typeof sc.tenant.budgets, 'object');
+		// the pressure falls: admission (and so the tool) sees it at its next look
+		writeFileSync(file + '.tmp', psi('0.00'));
+		renameSync(file + '.tmp', file);
+		let again;
+		for (let t = 0; t < 100; t++) {
+			again = await call(client, 'legacy', 'node_pressure', {});
+			if (again.structuredContent.admits)
+				break;
+			await sleep(100);
+		}
+		assert.equal(again.structuredContent.admits, true, again.content[0].text);
+		assert.match(again.content[0].text, /^admits now: yes, because cpu pressure 0\.00 %/);
+	} finally {
+		await client?.close();
+		await a.stop();
+	}
+});
+
 test('standalone (no agent): a call that completes', async () => {
 	const client = await connect('legacy', ['--standalone']);
 	const r = await call(client, 'legacy', 'run_command', { argv: [wl('bm-memtouch'), '64', '200'] });
@@ -252,5 +363,9 @@ test('standalone (no agent): a call that completes', async () => {
 	assertCleaned(sc);
 	const g = await call(client, 'legacy', 'get_effect', { id: sc.effect_id });
 	assert.match(g.content[0].text, /^completed/);
+	const p = await call(client, 'legacy', 'node_pressure', {});
+	assert.equal(p.structuredContent.source, 'standalone');
+	assert.equal(p.structuredContent.admits, true);
+	assert.match(p.content[0].text, /^admits now: yes, because no agent runs: .* read by this server from \/proc\/pressure\/cpu/);
 	await client.close();
 });

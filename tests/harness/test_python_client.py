@@ -59,6 +59,16 @@ class PythonClient(unittest.TestCase):
         self.assertEqual(o.raw["trace"]["traceparent"], tp)
         self.assertEqual(o.raw["expect"]["declared"], {"memory_bytes": 1 << 20, "wall_seconds": 30.0})
         self.assertIn("memory_bytes", o.raw["expect"]["exceeded"])
+        # the same, typed
+        self.assertEqual(o.trace, bmc.Trace(tp))
+        self.assertEqual(o.expect.declared, {"memory_bytes": 1 << 20, "wall_seconds": 30.0})
+        self.assertEqual(o.expect.exceeded, ["memory_bytes"])
+        self.assertGreater(o.expect.observed["memory_bytes"], 1 << 20)
+        self.assertLess(o.expect.observed["wall_seconds"], 30)
+        # none declared, none given: None, not an empty one
+        plain = self.c.run(bmc.EffectRequest(id=uid("plain"), argv=["/bin/true"]), timeout=30)
+        self.assertIsNone(plain.expect)
+        self.assertIsNone(plain.trace)
         # above the request's own limit: refused, by field
         with self.assertRaises(bmc.InvalidRequest) as cm:
             self.c.submit(bmc.EffectRequest(id=uid("intent"), argv=["/bin/true"], expect={"pids": 9},

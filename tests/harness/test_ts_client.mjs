@@ -3,9 +3,10 @@
 // submit, wait, stream and cancel, and each refusal as its typed error.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import {
 	AgentUnavailableError, BurstmeterClient, ConflictError, ForbiddenError, InvalidRequestError, NotFoundError,
-	TooManyRequestsError,
+	REASONS, TooManyRequestsError,
 } from '../ts-client/index.js';
 import { WORKLOADS, startAgent } from './agent.mjs';
 
@@ -87,6 +88,13 @@ test('typescript: 400 names every bad field', async () => {
 test('typescript: 403 for a process not the caller\'s, 404 for an unknown id', async () => {
 	await assert.rejects(c.submit({ id: uid('pid1'), pid: 1 }), ForbiddenError);
 	await assert.rejects(c.get(uid('nothing')), NotFoundError);
+});
+
+test('typescript: REASONS (the Reason type) is the outcome\'s reason table, in its order', () => {
+	const c = readFileSync(`${process.env.BM_SRC}/user/effect/outcome.c`, 'utf8');
+	const table = [...c.matchAll(/\[BM_REASON_[A-Z_]+\] = "([a-z_]+)"/g)].map((m) => m[1]);
+	assert.ok(table.length >= 12, `${table.length} reasons read`);
+	assert.deepEqual([...REASONS], table);
 });
 
 test('typescript: 429 with Retry-After once a tool keeps hitting the same ceiling', async () => {

@@ -153,7 +153,7 @@ static void test_agent_cancel(void **state)
 static void test_agent_attach(void **state)
 {
 	int p[2], status;
-	json_t *e = NULL;
+	json_t *e = NULL, *exit_bad, *exit_ok;
 	char c;
 	pid_t pid;
 
@@ -180,11 +180,26 @@ static void test_agent_attach(void **state)
 	assert_int_equal(write(p[1], "g", 1), 1);
 	close(p[1]);
 	waitpid(pid, &status, 0);
-	assert_int_equal(call("POST", "/v1/effects/a1/exit", json_pack("{s:i}", "wait_status", status), &e), 202);
+	/* what the caller made of the sandbox: sandbox keys only, short printable strings */
+	exit_bad = json_pack("{s:i, s:{s:s}}", "wait_status", status, "enforcement", "cpu", "mine");
+	assert_int_equal(call("POST", "/v1/effects/a1/exit", exit_bad, &e), 400);
+	assert_non_null(strstr(jstr(e, "error"), "enforcement.cpu"));
+	json_decref(e);
+	e = NULL;
+	exit_bad = json_pack("{s:i, s:{s:i}}", "wait_status", status, "enforcement", "caps", 1);
+	assert_int_equal(call("POST", "/v1/effects/a1/exit", exit_bad, &e), 400);
+	json_decref(e);
+	e = NULL;
+	exit_ok = json_pack("{s:i, s:{s:s}}", "wait_status", status, "enforcement", "caps",
+			    "dropped by me");
+	assert_int_equal(call("POST", "/v1/effects/a1/exit", exit_ok, &e), 202);
 	json_decref(e);
 	e = wait_final("a1", 5000);
 	assert_string_equal(jstr(e, "state"), "succeeded");
 	assert_int_equal(jint(e, "outcome.exit.code"), 0);
+	/* kept as the caller's word, and said so */
+	assert_string_equal(jstr(e, "outcome.enforcement.caps"), "dropped by me");
+	assert_string_equal(jstr(e, "outcome.enforcement.by.caps"), "caller");
 	assert_true(jnum(e, "outcome.totals.cpu_seconds") >= 0.06);
 	json_decref(e);
 	agent_fx_finish(state);

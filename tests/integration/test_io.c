@@ -14,13 +14,19 @@
  *     either: the truth is the range); peak over average as the truth's.
  *   buffered + fsync: the page cache dirtied is what was written; the
  *     fsync writes it back from the task itself, which the meter sees.
+ *   buffered + syncfs: the flusher writes it back: the effect's with
+ *     cgroup writeback, else counted unattributed (not the effect's).
  *   cold read: what was read came from the disk (its pages were dropped).
  *   a write ceiling: the rate held within 10 % of it, by io.max or
  *     blkio.throttle (enforcement says which), and the meter still sees
- *     the bytes the throttle released later.
+ *     the bytes the throttle released later; the same for a read ceiling
+ *     on a cold read, an iops ceiling on 4 KiB O_DIRECT writes, and the
+ *     request's sandbox.io_write_bps through the agent.
  *   OOM: a memory ceiling's OOM kill names the victim, its size, the limit.
- *   storage: through the agent, an effect that fills its max_ephemeral_storage
- *     (its /tmp tmpfs) ends with storage_ceiling, its peak reported.
+ *   storage: an effect that fills its max_ephemeral_storage (its /tmp
+ *     tmpfs) ends with storage_ceiling, its peak reported: launched by the
+ *     agent, run standalone (--tmp-size), and run through the agent (attach);
+ *     and one that fills its workspace, whose growth counts against it too.
  */
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -174,22 +180,80 @@ static void test_io_buffered_fsync(void **state)
 	assert_clean(f);
 }
 
-/* 32 MiB written and synced here, its pages dropped in the effect, then read. */
-static void test_io_cold_read(void **state)
+/*
+ * 32 MiB through the page cache, then syncfs(): the flusher (a kernel
+ * thread) writes it back, not the task. With cgroup writeback (blkcg) its
+ * bios are the effect's; elsewhere the kernel cannot tell whose they are,
+ * and the meter counts them unattributed (meter.io_unattributed_bios, a
+ * count of the node's meter: read before and after), never the effect's.
+ */
+static void test_io_flusher_writeback(void **state)
 {
 	struct fx *f = *state;
+	double before, bytes, written, unattr;
 	struct res *r;
-	double bytes;
+
+	r = run_in_io_dir(f, "--", "true", NULL);
+	check_completed(f, r);
+	before = jnum(r->o, "meter.io_unattributed_bios");
+	r = run_in_io_dir(f, "--", wl("bm-io"), "buffered", data, "32", truth, "syncfs", NULL);
+	check_completed(f, r);
+	bytes = truth_of("bytes");
+	written = jnum(r->o, "totals.io_write_bytes");
+	unattr = jnum(r->o, "meter.io_unattributed_bios") - before;
+	integ_note("flusher: dirtied %.0f, the effect's writes %.0f of %.0f (%s), %.0f bios unattributed "
+		   "meanwhile", jnum(r->o, "totals.dirtied_bytes"), written, bytes,
+		   jstr(r->o, "meter.io_attribution"), unattr);
+	assert_between(jnum(r->o, "totals.dirtied_bytes"), bytes, bytes * 1.05);
+	if (!strcmp(jstr(r->o, "meter.io_attribution"), "blkcg")) {
+		assert_between(written, bytes * 0.98, bytes * 1.05);
+	} else {
+		/* a bio is at most a few MiB: 32 MiB is several of them, none the effect's */
+		assert_true(written < bytes * 0.1);
+		assert_true(unattr >= bytes / (4 * MIB));
+	}
+	assert_clean(f);
+}
+
+/*
+ * A ceiling held: o (an outcome) has it as asked in limits.KEY, a
+ * controller's file named in enforcement.KEY, and the workload's own rate
+ * within 10 % of it.
+ */
+static void assert_ceiling_held(json_t *o, const char *key, double ceiling, double rate)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "limits.%s", key);
+	assert_int_equal(jint(o, path), (long long)ceiling);
+	snprintf(path, sizeof(path), "enforcement.%s", key);
+	assert_non_null(strstr(jstr(o, path), "cgroup v"));
+	assert_between(rate, ceiling * 0.9, ceiling * 1.1);
+}
+
+/* mib MiB written and synced here: clean, for the effect to drop from the page cache and read. */
+static void put_data(int mib)
+{
 	char buf[65536];
 	int fd, i;
 
 	memset(buf, 7, sizeof(buf));
 	fd = open(data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	assert_true(fd >= 0);
-	for (i = 0; i < 512; i++)
+	for (i = 0; i < mib * 16; i++)
 		assert_int_equal(write(fd, buf, sizeof(buf)), sizeof(buf));
 	assert_int_equal(fsync(fd), 0);
 	close(fd);
+}
+
+/* 32 MiB written and synced here, its pages dropped in the effect, then read. */
+static void test_io_cold_read(void **state)
+{
+	struct fx *f = *state;
+	struct res *r;
+	double bytes;
+
+	put_data(32);
 	r = run_in_io_dir(f, "--", wl("bm-io"), "read", data, truth, NULL);
 	check_completed(f, r);
 	bytes = truth_of("bytes");
@@ -201,12 +265,66 @@ static void test_io_cold_read(void **state)
 	assert_clean(f);
 }
 
+/*
+ * The same cold read, 32 MiB (16 under emulation) under --io-read-bps 8M
+ * (4M): the reader's own rate held within 10 % of it, by io.max or
+ * blkio.throttle.read_bps_device (enforcement says which).
+ */
+static void test_io_read_ceiling(void **state)
+{
+	struct fx *f = *state;
+	bool vm = getenv("BM_VM");
+	double ceiling = (vm ? 4 : 8) * MIB, rate;
+	struct res *r;
+
+	put_data(vm ? 16 : 32);
+	r = run_in_io_dir(f, "--io-read-bps", vm ? "4M" : "8M", "--", wl("bm-io"), "read", data, truth,
+			  NULL);
+	check_completed(f, r);
+	rate = truth_of("bytes_per_s");
+	integ_note("read ceiling %.0f: held at %.0f B/s by %s; the meter read %.0f of %.0f bytes",
+		   ceiling, rate, jstr(r->o, "enforcement.io_read_bps"),
+		   jnum(r->o, "totals.io_read_bytes"), truth_of("bytes"));
+	assert_ceiling_held(r->o, "io_read_bps", ceiling, rate);
+	assert_between(jnum(r->o, "totals.io_read_bytes"), truth_of("bytes") * 0.98,
+		       truth_of("bytes") * 1.1);
+	assert_clean(f);
+}
+
+/*
+ * 3 MiB of 4 KiB O_DIRECT writes (768: one bio each) under --io-iops 200
+ * (100 under emulation): the writer's own rate of writes held within 10 %
+ * of it, and the meter counts every one.
+ */
+static void test_io_iops_ceiling(void **state)
+{
+	struct fx *f = *state;
+	bool vm = getenv("BM_VM");
+	double ceiling = vm ? 100 : 200, rate, writes, span;
+	struct res *r;
+
+	r = run_in_io_dir(f, "--io-iops", vm ? "100" : "200", "--", wl("bm-io"), "steady", data,
+			  vm ? "2" : "3", truth, "4", NULL);
+	check_completed(f, r);
+	rate = truth_of("writes_per_s");
+	writes = truth_of("writes");
+	span = (truth_of("last_ns") - truth_of("first_ns")) / 1e9;
+	integ_note("iops ceiling %.0f: %.0f writes held at %.1f/s by %s; the meter counted %.0f ops",
+		   ceiling, writes, rate, jstr(r->o, "enforcement.io_iops"),
+		   jnum(r->o, "totals.io_ops"));
+	assert_ceiling_held(r->o, "io_iops", ceiling, rate);
+	assert_between(jnum(r->o, "totals.io_ops"), writes, writes * 1.05);
+	assert_between(jnum(r->o, "totals.io_ops") / span, ceiling * 0.9, ceiling * 1.15);
+	assert_clean(f);
+}
+
 /* 48 MiB (24 under emulation) of O_DIRECT writes under --io-write-bps 16M (8M). */
 static void test_io_write_ceiling(void **state)
 {
 	struct fx *f = *state;
 	bool vm = getenv("BM_VM");
 	double ceiling = (vm ? 8 : 16) * MIB, rate, bytes, span;
+	char psi[PATH_MAX + 16];
 	struct res *r;
 
 	r = run_in_io_dir(f, "--io-write-bps", vm ? "8M" : "16M", "--", wl("bm-io"), "steady", data,
@@ -218,12 +336,23 @@ static void test_io_write_ceiling(void **state)
 	integ_note("write ceiling %.0f: held at %.0f B/s by %s; the meter saw %.0f bytes (%s)", ceiling,
 		   rate, jstr(r->o, "enforcement.io_write_bps"), jnum(r->o, "totals.io_write_bytes"),
 		   jstr(r->o, "meter.io_attribution"));
-	assert_int_equal(jint(r->o, "limits.io_write_bps"), (long long)ceiling);
-	assert_non_null(strstr(jstr(r->o, "enforcement.io_write_bps"), "cgroup v"));
-	assert_between(rate, ceiling * 0.9, ceiling * 1.1);
+	assert_ceiling_held(r->o, "io_write_bps", ceiling, rate);
 	/* the meter's rate over the same span: what the throttle let through, when it did */
 	assert_between(jnum(r->o, "totals.io_write_bytes"), bytes, bytes * 1.01);
 	assert_between(jnum(r->o, "totals.io_write_bytes") / span, ceiling * 0.9, ceiling * 1.15);
+	/*
+	 * PSI io, where the effect's cgroup has it: the throttled writer waits
+	 * on its bios (iowait) most of its span, so its some-stall is a good
+	 * part of it
+	 */
+	snprintf(psi, sizeof(psi), "%s/io.pressure", cg_parent);
+	if (access(psi, F_OK)) {
+		assert_true(json_is_null(jget(r->o, "meter.psi_io_some_us")));
+	} else {
+		integ_note("write ceiling: psi io some %.0f us over a span of %.2f s",
+			   jnum(r->o, "meter.psi_io_some_us"), span);
+		assert_true(jnum(r->o, "meter.psi_io_some_us") > span * 1e6 * 0.5);
+	}
 	assert_clean(f);
 }
 
@@ -311,47 +440,182 @@ static int agent_teardown(void **state)
 }
 
 /*
+ * bm-io copied to the I/O directory (on a disk): a private /tmp hides the
+ * host's, and a workload under it (a build in /tmp) with it.
+ */
+static const char *io_tool(void)
+{
+	char cmd[3 * PATH_MAX + 64];
+
+	snprintf(tool, sizeof(tool), "%s/bm-io", io_dir);
+	assert_true(strncmp(io_dir, "/tmp/", 5) != 0);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0755 '%s' '%s'", wl("bm-io"), tool, tool,
+		 io_dir);
+	assert_int_equal(system(cmd), 0);
+	return tool;
+}
+
+/*
+ * An outcome (o: the outcome object) of an effect that filled limit bytes
+ * of /tmp: storage_ceiling, where, the peak (full, less the truth file
+ * beside it), the advice, and ended at once rather than left to wait 10 s
+ * for room.
+ */
+static void assert_tmp_full(json_t *o, long long limit)
+{
+	double peak = jnum(o, "storage.peak_bytes");
+
+	integ_note("storage: %s after %.2f s, where %s, peak %.0f of %.0f; advice: %s",
+		   jstr(o, "termination.reason"), jnum(o, "wall_seconds"), jstr(o, "storage.where"),
+		   peak, jnum(o, "limits.ephemeral_storage_bytes"), jstr(o, "retry.advice"));
+	assert_string_equal(jstr(o, "termination.reason"), "storage_ceiling");
+	assert_int_equal(jint(o, "limits.ephemeral_storage_bytes"), limit);
+	assert_string_equal(jstr(o, "storage.where"), "/tmp");
+	assert_between(peak, (double)limit - MIB, (double)limit);
+	assert_false(json_is_true(jget(o, "retry.eligible")));
+	assert_non_null(strstr(jstr(o, "retry.advice"), "max_ephemeral_storage"));
+	assert_true(jnum(o, "wall_seconds") < 5);
+	assert_non_null(strstr(jstr(o, "enforcement.ephemeral_storage"), "tmpfs"));
+}
+
+/*
  * 64 MiB into /tmp under max_ephemeral_storage 16Mi: the tmpfs refuses
  * the rest (ENOSPC), the writer waits for room, and the agent, which
  * looks at the tmpfs every 20 ms, ends the effect with storage_ceiling.
  */
 static void test_io_storage_ceiling(void **state)
 {
-	char cmd[3 * PATH_MAX + 64];
 	json_t *req, *e = NULL;
-	double peak;
 
 	agent_start_cfg("", "max_running: 4\nadmit_cpu_pressure: 100\nadmit_mem_available: 0\n");
 	req = launch_req("fill", "bm-io", "fill", "/tmp", "64", "/tmp/truth", NULL);
-	/*
-	 * its /tmp is its own: a workload under the host's (a build in /tmp)
-	 * is not there, a copy in the I/O directory (on a disk) is
-	 */
-	snprintf(tool, sizeof(tool), "%s/bm-io", io_dir);
-	assert_true(strncmp(io_dir, "/tmp/", 5) != 0);
-	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0755 '%s' '%s'",
-		 json_string_value(json_array_get(json_object_get(req, "argv"), 0)), tool, tool, io_dir);
-	assert_int_equal(system(cmd), 0);
-	json_array_set_new(json_object_get(req, "argv"), 0, json_string(tool));
+	json_array_set_new(json_object_get(req, "argv"), 0, json_string(io_tool()));
 	json_object_set_new(req, "sandbox", json_pack("{s:s}", "max_ephemeral_storage", "16Mi"));
 	assert_int_equal(call("POST", "/v1/effects", req, &e), 201);
 	json_decref(e);
 	e = wait_final("fill", 30000);
-	peak = jnum(e, "outcome.storage.peak_bytes");
-	integ_note("storage: %s (%s) after %.2f s, peak %.0f of %.0f; advice: %s", jstr(e, "state"),
-		   jstr(e, "outcome.termination.reason"), jnum(e, "outcome.wall_seconds"), peak,
-		   jnum(e, "outcome.limits.ephemeral_storage_bytes"), jstr(e, "outcome.retry.advice"));
+	assert_string_equal(jstr(e, "state"), "killed");
+	assert_tmp_full(jget(e, "outcome"), 16LL << 20);
+	json_decref(e);
+	agent_fx_finish(state);
+}
+
+/* The same with `run --standalone --tmp-size 8M`: run's supervisor bounds its /tmp as the agent's does. */
+static void test_io_storage_run(void **state)
+{
+	struct fx *f = *state;
+	struct res *r;
+
+	r = run_bm(f, R_STD, "--standalone", "--tmp-size", "8M", "--", io_tool(), "fill", "/tmp", "64",
+		   "/tmp/truth", NULL);
+	assert_non_null(r->o);
+	assert_tmp_full(r->o, 8LL << 20);
+	/* killed: 128 + SIGKILL, as a shell says */
+	assert_int_equal(jint(r->o, "exit.signal"), SIGKILL);
+	assert_int_equal(r->status, 128 + SIGKILL);
+	assert_clean(f);
+}
+
+/* And through the agent (`run --socket`: an attach, its /tmp made by run): the agent bounds it. */
+static void test_io_storage_attach(void **state)
+{
+	struct fx *f = *state;
+	struct res *r;
+	json_t *e;
+
+	agent_start_cfg("", "max_running: 4\nadmit_cpu_pressure: 100\nadmit_mem_available: 0\n");
+	r = run_bm(f, R_STD, "--socket", ag.sock, "--tmp-size", "8M", "--", io_tool(), "fill", "/tmp",
+		   "64", "/tmp/truth", NULL);
+	assert_non_null(r->o);
+	assert_tmp_full(r->o, 8LL << 20);
+	assert_int_equal(r->status, 128 + SIGKILL);
+	e = wait_final_as(token, f->id, 5000);
 	assert_string_equal(jstr(e, "state"), "killed");
 	assert_string_equal(jstr(e, "outcome.termination.reason"), "storage_ceiling");
-	assert_int_equal(jint(e, "outcome.limits.ephemeral_storage_bytes"), 16LL << 20);
-	assert_string_equal(jstr(e, "outcome.storage.where"), "/tmp");
-	/* full: what it wrote, and the truth file beside it */
-	assert_between(peak, 15 * MIB, 16 * MIB);
-	assert_false(json_is_true(jget(e, "outcome.retry.eligible")));
-	assert_non_null(strstr(jstr(e, "outcome.retry.advice"), "max_ephemeral_storage"));
-	/* it was ended, not left to wait 10 s for room */
-	assert_true(jnum(e, "outcome.wall_seconds") < 5);
-	assert_non_null(strstr(jstr(e, "outcome.enforcement.ephemeral_storage"), "tmpfs"));
+	json_decref(e);
+	agent_fx_finish(state);
+}
+
+/*
+ * Its workspace counts too: `run --workspace WS --tmp-size 16M` and a
+ * writer of 64 MiB into WS at 32 MiB/s. The supervisor walks WS (du) every
+ * 100 ms or so: it ends the effect with storage_ceiling, where WS, once
+ * what WS grew by and /tmp hold 16 MiB together, past it by no more than
+ * what 32 MiB/s writes between two walks (and the tick after).
+ */
+static void test_io_storage_workspace(void **state)
+{
+	struct fx *f = *state;
+	char ws[PATH_MAX + 16], fill[PATH_MAX + 32], tr[PATH_MAX + 32];
+	double peak, limit = 16 * MIB;
+	struct stat st;
+	struct res *r;
+	json_t *p;
+
+	snprintf(ws, sizeof(ws), "%s/ws", io_dir);
+	snprintf(fill, sizeof(fill), "%s/fill", ws);
+	snprintf(tr, sizeof(tr), "%s/truth", ws);
+	assert_int_equal(mkdir(ws, 0755), 0);
+	r = run_bm(f, R_STD, "--standalone", "--tmp-size", "16M", "--workspace", ws, "--", io_tool(),
+		   "fill", ws, "64", tr, "32", NULL);
+	assert_non_null(r->o);
+	peak = jnum(r->o, "storage.peak_bytes");
+	assert_int_equal(stat(fill, &st), 0);
+	integ_note("workspace: %s after %.2f s, where %s, peak %.0f of %.0f (places %s); %lld bytes "
+		   "left in the workspace", jstr(r->o, "termination.reason"), jnum(r->o, "wall_seconds"),
+		   jstr(r->o, "storage.where"), peak, limit,
+		   json_dumps(jget(r->o, "storage.places"), JSON_COMPACT), (long long)st.st_size);
+	unlink(fill);
+	unlink(tr);
+	rmdir(ws);
+	assert_string_equal(jstr(r->o, "termination.reason"), "storage_ceiling");
+	assert_string_equal(jstr(r->o, "storage.where"), ws);
+	assert_between(peak, limit, limit + 8 * MIB);
+	/* each place: /tmp (held almost nothing) and the workspace (held the rest) */
+	assert_int_equal(json_array_size(jget(r->o, "storage.places")), 2);
+	p = json_array_get(jget(r->o, "storage.places"), 0);
+	assert_string_equal(json_string_value(json_object_get(p, "where")), "/tmp");
+	assert_true(json_integer_value(json_object_get(p, "peak_bytes")) < MIB);
+	p = json_array_get(jget(r->o, "storage.places"), 1);
+	assert_string_equal(json_string_value(json_object_get(p, "where")), ws);
+	assert_between((double)json_integer_value(json_object_get(p, "peak_bytes")), limit - MIB,
+		       limit + 8 * MIB);
+	/* stopped well before its 64 MiB (2 s at its pace) */
+	assert_true(st.st_size <= (off_t)(limit + 8 * MIB));
+	assert_true(jnum(r->o, "wall_seconds") < 1.5);
+	assert_non_null(strstr(jstr(r->o, "enforcement.ephemeral_storage"), "workspace"));
+	assert_int_equal(r->status, 128 + SIGKILL);
+	assert_clean(f);
+}
+
+/*
+ * The request's sandbox.io_write_bps, through the agent: 48 MiB (24 under
+ * emulation) of O_DIRECT writes in its working directory under 16Mi (8Mi),
+ * held within 10 % by the mechanism the outcome's enforcement names.
+ */
+static void test_io_agent_write_ceiling(void **state)
+{
+	bool vm = getenv("BM_VM");
+	double ceiling = (vm ? 8 : 16) * MIB, rate;
+	json_t *req, *e = NULL;
+
+	agent_start_cfg("", "max_running: 4\nadmit_cpu_pressure: 100\nadmit_mem_available: 0\n");
+	req = launch_req("wceil", "bm-io", "steady", data, vm ? "24" : "48", truth, NULL);
+	json_array_set_new(json_object_get(req, "argv"), 0, json_string(io_tool()));
+	/* the effect runs as its tenant's uid: it writes its data and truth here */
+	assert_int_equal(chmod(io_dir, 0777), 0);
+	json_object_set_new(req, "cwd", json_string(io_dir));
+	json_object_set_new(req, "sandbox", json_pack("{s:s}", "io_write_bps", vm ? "8Mi" : "16Mi"));
+	assert_int_equal(call("POST", "/v1/effects", req, &e), 201);
+	json_decref(e);
+	e = wait_final("wceil", 60000);
+	rate = truth_of("bytes_per_s");
+	integ_note("agent write ceiling %.0f: %s, held at %.0f B/s by %s", ceiling, jstr(e, "state"),
+		   rate, jstr(e, "outcome.enforcement.io_write_bps"));
+	assert_string_equal(jstr(e, "state"), "succeeded");
+	assert_ceiling_held(jget(e, "outcome"), "io_write_bps", ceiling, rate);
+	assert_between(jnum(e, "outcome.totals.io_write_bytes"), truth_of("bytes"),
+		       truth_of("bytes") * 1.01);
 	json_decref(e);
 	agent_fx_finish(state);
 }
@@ -361,11 +625,18 @@ int main(void)
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_io_dio_bursts, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_buffered_fsync, io_setup, io_teardown),
+		cmocka_unit_test_setup_teardown(test_io_flusher_writeback, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_cold_read, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_write_ceiling, io_setup, io_teardown),
+		cmocka_unit_test_setup_teardown(test_io_read_ceiling, io_setup, io_teardown),
+		cmocka_unit_test_setup_teardown(test_io_iops_ceiling, io_setup, io_teardown),
+		cmocka_unit_test_setup_teardown(test_io_agent_write_ceiling, agent_setup, agent_teardown),
 		cmocka_unit_test_setup_teardown(test_io_ladder_throttles, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_oom_victim, io_setup, io_teardown),
 		cmocka_unit_test_setup_teardown(test_io_storage_ceiling, agent_setup, agent_teardown),
+		cmocka_unit_test_setup_teardown(test_io_storage_run, io_setup, io_teardown),
+		cmocka_unit_test_setup_teardown(test_io_storage_attach, agent_setup, agent_teardown),
+		cmocka_unit_test_setup_teardown(test_io_storage_workspace, io_setup, io_teardown),
 	};
 	size_t n;
 	int rc = runner_init("test_io");

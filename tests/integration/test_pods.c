@@ -13,10 +13,13 @@
  * can name is refused. An agent killed mid-call adopts it in its pod and
  * sweeps what it left there. Everything made is removed.
  */
+#include <grp.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include "prom_fx.h"
+#include "agent/podspec.h"
 #include "base/common.h"
 
 #define BIG 8192	/* a path and more */
@@ -551,6 +554,227 @@ static void test_pod_calls_adopted_and_swept(void **state)
 	assert_clean(*state);
 }
 
+/*
+ * `burstmeter podtenants` writes the pod_tenants file from pod objects (as
+ * `kubectl get pods -w -o json --output-watch-events` prints them): a pod
+ * labelled burstmeter.io/tenant gets that tenant, one unlabelled its
+ * namespace (--namespace); the command run again on a later stream rewrites
+ * the file (by rename) and the agent's next call from that pod reads it.
+ */
+static int podtenants(const char *map, const char *events)
+{
+	char in[BIG];
+	pid_t pid;
+	FILE *f;
+	int fd;
+
+	FMT(in, "%s/pods.json", ag.dir);
+	f = fopen(in, "we");
+	assert_non_null(f);
+	fputs(events, f);
+	assert_int_equal(fclose(f), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		fd = open(in, O_RDONLY);
+		dup2(fd, 0);
+		execl(bm_bin, bm_bin, "podtenants", "--out", map, "--namespace", "-", (char *)NULL);
+		_exit(127);
+	}
+	return wait_code(pid);
+}
+
+/* One watch event of pod p, in namespace ns, labelled with tenant (NULL: no label). */
+static void pod_event(char *buf, size_t len, const char *type, const struct pod *p, const char *ns,
+		      const char *tenant)
+{
+	char labels[256] = "";
+
+	if (tenant)
+		FMT(labels, "\"burstmeter.io/tenant\":\"%s\"", tenant);
+	assert_true(snprintf(buf, len, "{\"type\":\"%s\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
+			     "\"metadata\":{\"name\":\"run-%.8s\",\"namespace\":\"%s\",\"uid\":\"%s\","
+			     "\"labels\":{%s}},\"spec\":{\"containers\":[{\"name\":\"agent\","
+			     "\"image\":\"x\"}]},\"status\":{\"phase\":\"Running\",\"qosClass\":\"%s\"}}}\n",
+			     type, p->uid, ns, p->uid, labels, p->qos) < (int)len);
+}
+
+static void test_pod_tenants_from_podtenants(void **state)
+{
+	char ctr[BIG], id[64], out[BIG], map[BIG], ev[3][1024], all[4096], lbl[BIG], nsname[BIG];
+	char relabel[BIG];
+	struct stat a, b;
+	json_t *o;
+	int i;
+
+	for (i = 1; i < 3; i++) {
+		pod_path(&pods[i], true, ctr, sizeof(ctr));
+		mkdirs(ctr);
+	}
+	FMT(lbl, "%s-lbl", token);
+	FMT(nsname, "%s-ns", token);
+	FMT(relabel, "%s-relabel", token);
+	FMT(map, "%s/pod_tenants", ag.dir);
+	/* pods[1] labelled, pods[2] only a namespace; a third pod came and went */
+	pod_event(ev[0], sizeof(ev[0]), "ADDED", &pods[1], "agents", lbl);
+	pod_event(ev[1], sizeof(ev[1]), "ADDED", &pods[2], nsname, NULL);
+	pod_event(ev[2], sizeof(ev[2]), "DELETED", &pods[0], "agents", lbl);
+	FMT(all, "%s%s%s", ev[0], ev[1], ev[2]);
+	assert_int_equal(podtenants(map, all), 0);
+	integ_note("podtenants wrote: %s", slurp(map));
+	assert_int_equal(stat(map, &a), 0);
+	agent_start_cfg("", "max_running: 16\nmax_queued: 64\ntenant_max_running: 100\n"
+			"admit_cpu_pressure: 100\nadmit_mem_available: 0\nkubepods_root: \"%s\"\n"
+			"pod_tenants: %s\ntenants:\n  - { uid: 0, tenant: %s }\n", node_rel, map, token);
+	for (i = 1; i < 3; i++) {
+		pod_path(&pods[i], true, ctr, sizeof(ctr));
+		FMT(id, "%s-t%d", token, i);
+		FMT(out, "%s/%s.json", ag.dir, id);
+		assert_int_equal(wait_code(pod_run(ctr, i == 1, id, out, "bm-sleeper", "10", NULL)), 0);
+		o = read_json(out);
+		check_pod_outcome(&pods[i], i == 1 ? lbl : nsname, id, o);
+		json_decref(o);
+	}
+	/* the pod labelled later: the command, on the next stream, rewrites the file */
+	pod_event(ev[0], sizeof(ev[0]), "MODIFIED", &pods[2], nsname, relabel);
+	assert_int_equal(podtenants(map, ev[0]), 0);
+	assert_int_equal(stat(map, &b), 0);
+	assert_int_not_equal(a.st_ino, b.st_ino);	/* replaced, not written in place */
+	pod_path(&pods[2], true, ctr, sizeof(ctr));
+	FMT(id, "%s-t3", token);
+	FMT(out, "%s/%s.json", ag.dir, id);
+	assert_int_equal(wait_code(pod_run(ctr, false, id, out, "bm-sleeper", "10", NULL)), 0);
+	o = read_json(out);
+	check_pod_outcome(&pods[2], relabel, id, o);
+	json_decref(o);
+	unlink(map);
+	agent_finish();
+	assert_int_equal(remove_tree(node), 0);
+	assert_clean(*state);
+}
+
+/*
+ * The harness as a pod's is: not root (uid and gid 65532, no groups, as
+ * podspec's runAsUser), in a cgroup namespace of its own (its /proc/self/cgroup
+ * and its cgroupfs say "/"), a mount namespace of its own with that view of
+ * cgroup2 and its pid namespace's /proc, the socket found by
+ * $BURSTMETER_SOCKET (socket_mode 0666). `burstmeter run` then takes the
+ * path every real pod takes (the command started by the caller, moved by
+ * the agent), and the call is the same effect: in the pod's cgroup, of the
+ * pod's tenant, the pod named in the outcome.
+ */
+static char unpriv_argv[6][BIG];
+
+static int harness_unprivileged(void)
+{
+	char *argv[] = { (char *)bm_bin, "run", "-q", "--id", unpriv_argv[0], "--outcome",
+			 unpriv_argv[1], "--", unpriv_argv[2], unpriv_argv[3], NULL };
+	char cg[256];
+
+	if (unshare(CLONE_NEWNS | CLONE_NEWCGROUP) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return 110;
+	/* the container's view: cgroup2 with its own cgroup as the root, its own pids */
+	if (umount2(v2_mount, MNT_DETACH) || mount("cgroup2", v2_mount, "cgroup2", 0, NULL) ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		return 111;
+	if (bm_read_file(AT_FDCWD, "/proc/self/cgroup", cg, sizeof(cg)) < 0 || !strstr(cg, "0::/\n"))
+		return 112;
+	if (setgroups(0, NULL) || setresgid(BM_POD_UID, BM_POD_UID, BM_POD_UID) ||
+	    setresuid(BM_POD_UID, BM_POD_UID, BM_POD_UID) || !getuid() || !geteuid())
+		return 113;
+	if (setenv("BURSTMETER_SOCKET", ag.sock, 1))
+		return 114;
+	printf("harness: uid %d gid %d, /proc/self/cgroup 0::/, BURSTMETER_SOCKET=%s\n",
+	       (int)getuid(), (int)getgid(), getenv("BURSTMETER_SOCKET"));
+	fflush(stdout);
+	execv(argv[0], argv);
+	return 127;
+}
+
+static void test_pod_harness_unprivileged(void **state)
+{
+	char ctr[BIG], id[64], out[BIG], log[BIG], udir[BIG], tenant[BIG], sock[BIG];
+	char id0[64], out0[BIG];
+	struct stat st;
+	json_t *o, *ref;
+	int code;
+
+	pod_path(&pods[0], true, ctr, sizeof(ctr));
+	mkdirs(ctr);
+	/* socket_mode 0666: a pod's uid reaches the socket */
+	FMT(sock, "socket_mode: \"0666\"\n");
+	agent_start_cfg("", "max_running: 16\nmax_queued: 64\ntenant_max_running: 100\n"
+			"admit_cpu_pressure: 100\nadmit_mem_available: 0\nkubepods_root: \"%s\"\n"
+			"%spod_tenants: %s/pod-tenants\ntenants:\n  - { uid: 0, tenant: %s }\n", node_rel,
+			sock, ag.dir, token);
+	FMT(log, "%s/pod-tenants", ag.dir);
+	{
+		FILE *f = fopen(log, "we");
+
+		assert_non_null(f);
+		fprintf(f, "%s %s-team\n", pods[0].uid, token);
+		assert_int_equal(fclose(f), 0);
+	}
+	assert_int_equal(stat(ag.sock, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0666);
+	/* where the pod's user may write: its outcome file */
+	FMT(udir, "%s/uid%d", ag.dir, BM_POD_UID);
+	assert_int_equal(mkdir(udir, 0700), 0);
+	assert_int_equal(chown(udir, BM_POD_UID, BM_POD_UID), 0);
+	FMT(tenant, "%s-team", token);
+	FMT(id, "%s-u", token);
+	FMT(out, "%s/%s.json", udir, id);
+	FMT(unpriv_argv[0], "%s", id);
+	FMT(unpriv_argv[1], "%s", out);
+	if (!realpath(wl("bm-sleeper"), unpriv_argv[2]))
+		fail_msg("workload bm-sleeper: %s", strerror(errno));
+	FMT(unpriv_argv[3], "200");
+	/* first as the other pod tests' harness is (root, the host's namespaces): the reference */
+	FMT(id0, "%s-r", token);
+	FMT(out0, "%s/%s.json", ag.dir, id0);
+	assert_int_equal(wait_code(pod_run(ctr, true, id0, out0, "bm-sleeper", "200", NULL)), 0);
+	ref = read_json(out0);
+	check_pod_outcome(&pods[0], tenant, id0, ref);
+	FMT(log, "%s/%s.log", ag.dir, id);
+	code = wait_code(harness(ctr, true, log, NULL, harness_unprivileged));
+	if (code) {
+		dump_file("harness", log);
+		fail_msg("the unprivileged harness exited %d", code);
+	}
+	integ_note("%.*s", (int)strcspn(slurp(log), "\n"), slurp(log));
+	o = read_json(out);
+	check_pod_outcome(&pods[0], tenant, id, o);
+	/* the same outcome and attribution as root's call: tenant, pod, its cgroup's place */
+	assert_string_equal(jstr(o, "tenant"), jstr(ref, "tenant"));
+	assert_string_equal(jstr(o, "pod.uid"), jstr(ref, "pod.uid"));
+	assert_string_equal(jstr(o, "pod.container"), jstr(ref, "pod.container"));
+	assert_string_equal(jstr(o, "pod.qos"), jstr(ref, "pod.qos"));
+	assert_string_equal(jstr(o, "termination.reason"), jstr(ref, "termination.reason"));
+	assert_int_equal(strrchr(jstr(o, "cgroup"), '/') - jstr(o, "cgroup"),
+			 strrchr(jstr(ref, "cgroup"), '/') - jstr(ref, "cgroup"));
+	assert_memory_equal(jstr(o, "cgroup"), jstr(ref, "cgroup"),
+			    strrchr(jstr(ref, "cgroup"), '/') - jstr(ref, "cgroup"));
+	json_decref(o);
+	json_decref(ref);
+	/* the agent's records: root's cgroup made first (no pid in its POST), the pod user's
+	 * command started by it and named in the POST (the path a real pod takes) */
+	ref = wait_final_as(tenant, id0, 10000);
+	o = wait_final_as(tenant, id, 10000);
+	assert_string_equal(jstr(o, "state"), "succeeded");
+	assert_string_equal(jstr(o, "outcome.pod.uid"), pods[0].uid);
+	integ_note("request.pid: root's call %lld, the pod user's %lld",
+		   (long long)json_integer_value(jget(ref, "request.pid")),
+		   (long long)json_integer_value(jget(o, "request.pid")));
+	assert_true(json_integer_value(jget(o, "request.pid")) > 0);
+	json_decref(o);
+	json_decref(ref);
+	unlink(out);
+	rmdir(udir);
+	agent_finish();
+	assert_int_equal(remove_tree(node), 0);
+	assert_clean(*state);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
@@ -558,6 +782,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pod_callers, setup_p, teardown_p),
 		cmocka_unit_test_setup_teardown(test_pod_memory_bounds_its_calls, setup_p, teardown_p),
 		cmocka_unit_test_setup_teardown(test_pod_calls_adopted_and_swept, setup_p, teardown_p),
+		cmocka_unit_test_setup_teardown(test_pod_tenants_from_podtenants, setup_p, teardown_p),
+		cmocka_unit_test_setup_teardown(test_pod_harness_unprivileged, setup_p, teardown_p),
 	};
 	size_t n;
 	int rc = runner_init("test_pods");

@@ -15,6 +15,8 @@
  * Prometheus and the agent are children of the test: both are stopped, the
  * temporary directory and the agent's pins removed, on every path.
  */
+#include <sys/sysmacros.h>
+
 #include "runner.h"
 #include "agent_fx.h"
 #include "prom_fx.h"
@@ -675,6 +677,103 @@ static void test_prometheus_idle_effects_are_not_read(void **state)
 	agent_finish();
 }
 
+/* Does the label set of the sample at p (up to its "} ") hold needle? */
+static bool labels_have(const char *p, const char *sp, const char *needle)
+{
+	const char *q = strstr(p, needle);
+
+	return q && q < sp;
+}
+
+/* The sum of name{...} samples whose labels hold both needles, from /metrics text; *n of them. */
+static double sum_of(const char *text, const char *name, const char *needle, const char *also,
+		     int *n)
+{
+	size_t len = strlen(name);
+	const char *p, *sp;
+	double v, sum = 0;
+
+	*n = 0;
+	for (p = strstr(text, name); p; p = strstr(p + len, name)) {
+		if ((p != text && p[-1] != '\n') || p[len] != '{')
+			continue;
+		sp = strstr(p, "} ");
+		if (!sp || (strchr(p, '\n') && sp > strchr(p, '\n')) || !labels_have(p, sp, needle) ||
+		    !labels_have(p, sp, also) || sscanf(sp + 2, "%lf", &v) != 1)
+			continue;
+		sum += v;
+		(*n)++;
+	}
+	return sum;
+}
+
+/*
+ * Real I/O in the window histograms: an O_DIRECT writer (bm-io steady,
+ * 32 MiB under sandbox.io_write_bps 32Mi, about 1 s) launched through the
+ * agent in a directory on a disk; once it is done, /metrics holds windows
+ * of it for its tenant: _count > 0, _sum > 0, and windows above 1 MiB/s;
+ * the tenant's I/O counter holds the 32 MiB it wrote.
+ */
+static void test_prometheus_io_windows(void **state)
+{
+	const char *env = getenv("BM_IO_DIR");
+	char dir[PATH_MAX], file[PATH_MAX + 16], tr[PATH_MAX + 16], id[64], sel[96], *text;
+	const char *fam = "burstmeter_window_io_write_bytes_per_second";
+	double count, sum, low, tenant_io;
+	char name[128];
+	struct stat sb;
+	json_t *req, *e = NULL;
+	int n, k;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/bm-prom.XXXXXX", env && *env ? env : "/var/tmp");
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(stat(dir, &sb), 0);
+	if (!major(sb.st_dev)) {
+		rmdir(dir);
+		fail_msg("%s is on no block device: set BM_IO_DIR", dir);
+	}
+	/* the effect runs as its tenant's uid */
+	assert_int_equal(chmod(dir, 0777), 0);
+	snprintf(file, sizeof(file), "%s/data", dir);
+	snprintf(tr, sizeof(tr), "%s/truth", dir);
+	free_ports(&st.metrics_port, &prom.port);
+	agent_start();
+	snprintf(id, sizeof(id), "%s-io", token);
+	req = launch_req(id, "bm-io", "steady", file, "32", tr, NULL);
+	json_object_set_new(req, "cwd", json_string(dir));
+	json_object_set_new(req, "sandbox", json_pack("{s:s}", "io_write_bps", "32Mi"));
+	assert_int_equal(call("POST", "/v1/effects", req, &e), 201);
+	json_decref(e);
+	e = wait_final(id, 30000);
+	assert_string_equal(jstr(e, "state"), "succeeded");
+	json_decref(e);
+	assert_int_equal(http_get(st.metrics_port, "/metrics", NULL, &text, NULL, 0), 200);
+	snprintf(sel, sizeof(sel), "tenant=\"%s\"", token);
+	snprintf(name, sizeof(name), "%s_count", fam);
+	count = sum_of(text, name, sel, sel, &n);
+	snprintf(name, sizeof(name), "%s_sum", fam);
+	sum = sum_of(text, name, sel, sel, &k);
+	snprintf(name, sizeof(name), "%s_bucket", fam);
+	/* the windows at or below 1 MiB/s (2^20, a bound of the family): the rest wrote */
+	low = sum_of(text, name, sel, "le=\"1048576\"", &k);
+	/* and the tenant's I/O counter: every byte it wrote */
+	tenant_io = sum_of(text, "burstmeter_tenant_io_bytes_total", sel, sel, &k);
+	integ_note("/metrics: %s_count %.0f, _sum %.0f, %.0f windows at or below 2^20 B/s (%d series); "
+		   "tenant_io_bytes_total %.0f", fam, count, sum, low, n, tenant_io);
+	free(text);
+	unlink(file);
+	unlink(tr);
+	rmdir(dir);
+	assert_true(count > 0);
+	assert_true(sum > 0);
+	assert_true(n > 0);
+	assert_int_equal(k, n);	/* a bucket of 2^20 in each series */
+	assert_true(count - low > 0);
+	assert_between(tenant_io, 32 * 1024 * 1024, 33 * 1024 * 1024);
+	agent_finish();
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
@@ -683,6 +782,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_prometheus_scrapes_bursts, setup_stack, teardown_stack),
 		cmocka_unit_test_setup_teardown(test_prometheus_idle_effects_are_not_read, setup_stack,
 						teardown_stack),
+		cmocka_unit_test_setup_teardown(test_prometheus_io_windows, setup_stack, teardown_stack),
 	};
 	const char *ci = getenv("CI");
 	char rules[PATH_MAX];

@@ -155,17 +155,48 @@ static void check_said(struct res *r, enum mode m, const char *const *want, size
 				 (int)strlen(want[i]) - 1, want[i], r->out.p ? r->out.p : "");
 }
 
-/* The outcome's enforcement.key holds a string containing want. */
-static void check_held(struct res *r, enum mode m, const char *key, const char *want)
+/*
+ * The outcome's enforcement.key holds a string containing want; through
+ * the agent, so does the agent's own record (GET /v1/effects/ID, the
+ * store's outcome), not only what run printed.
+ */
+static void check_held(struct fx *f, struct res *r, enum mode m, const char *key, const char *want)
 {
-	char path[64];
-	json_t *v;
+	char path[64], url[128];
+	json_t *v, *e = NULL;
 
 	snprintf(path, sizeof(path), "enforcement.%s", key);
 	v = jget(r->o, path);
 	if (!json_is_string(v) || !strstr(json_string_value(v), want))
 		fail_msg("%s: %s is %s, expected it to say '%s'", mode_name[m], path,
 			 v ? json_dumps(v, JSON_ENCODE_ANY) : "missing", want);
+	if (m != AGENT)
+		return;
+	snprintf(url, sizeof(url), "/v1/effects/%s", f->id);
+	snprintf(path, sizeof(path), "outcome.enforcement.%s", key);
+	assert_int_equal(call("GET", url, NULL, &e), 200);
+	v = jget(e, path);
+	if (!json_is_string(v) || !strstr(json_string_value(v), want))
+		fail_msg("%s: the agent's record of %s has %s %s, expected it to say '%s'",
+			 mode_name[m], f->id, path, v ? json_dumps(v, JSON_ENCODE_ANY) : "missing",
+			 want);
+	json_decref(e);
+}
+
+/* Through the agent: its record says whose word enforcement.key is ("caller", or NULL: its own). */
+static void check_by(struct fx *f, const char *key, const char *by)
+{
+	char path[64], url[128];
+	json_t *e = NULL;
+
+	snprintf(url, sizeof(url), "/v1/effects/%s", f->id);
+	snprintf(path, sizeof(path), "outcome.enforcement.by.%s", key);
+	assert_int_equal(call("GET", url, NULL, &e), 200);
+	if (by)
+		assert_string_equal(json_string_value(jget(e, path)) ?: "missing", by);
+	else
+		assert_null(jget(e, path));
+	json_decref(e);
 }
 
 static bool sandbox_flag(struct res *r, const char *key)
@@ -236,10 +267,10 @@ static void test_sbx_filesystem(void **state)
 		assert_true(sandbox_flag(r, "read_only_root_fs"));
 		assert_string_equal(jstr(r->o, "sandbox.workspace"), real);
 		assert_int_equal(jint(r->o, "sandbox.max_ephemeral_storage"), 16 << 20);
-		check_held(r, m, "read_only_root", "mount_setattr");
-		check_held(r, m, "tmp", "tmpfs 16 MiB on /tmp");
-		check_held(r, m, "workspace", real);
-		check_held(r, m, "namespaces", "pid");
+		check_held(f, r, m, "read_only_root", "mount_setattr");
+		check_held(f, r, m, "tmp", "tmpfs 16 MiB on /tmp");
+		check_held(f, r, m, "workspace", real);
+		check_held(f, r, m, "namespaces", "pid");
 	}
 	/* --read-only-root alone: the same walls, a private /tmp of the default size */
 	snprintf(script, sizeof(script),
@@ -255,7 +286,7 @@ static void test_sbx_filesystem(void **state)
 		assert_int_equal(access(priv, F_OK), -1);
 		assert_true(sandbox_flag(r, "read_only_root_fs"));
 		assert_null(jget(r->o, "sandbox.workspace"));
-		check_held(r, m, "tmp", "tmpfs 64 MiB on /tmp");
+		check_held(f, r, m, "tmp", "tmpfs 64 MiB on /tmp");
 		/* --tmp-size alone: a private /tmp of that size over a root that stays writable */
 		snprintf(file, sizeof(file), "/tmp/bm-sbx-%s-tmp", token);
 		snprintf(alone, sizeof(alone), "touch %s && echo tmp=rw;"
@@ -277,7 +308,7 @@ static void test_sbx_filesystem(void **state)
 }
 
 /*
- * --user UID:GID, --user NAME, --non-root: every uid and gid of the
+ * --user UID:GID, --user NAME, --user NAME:GROUP, --non-root: every uid and gid of the
  * command's (real, effective, saved, fs) is the one asked for, and no
  * supplementary group is left. --non-root standalone is nobody; through
  * the agent it is the uid the agent gives the tenant (its dynamic range).
@@ -292,27 +323,39 @@ static void test_sbx_user(void **state)
 		"NoNewPrivs:1,,,\n",
 	};
 	struct passwd *pw = getpwuid(65534);
+	/* a group other than the user's own (daemon's, gid 1) */
+	struct group *gr = getgrgid(1);
 	struct fx *f = *state;
 	struct res *r;
-	char held[64];
+	char held[64], ug[128];
 	const char *u;
 	double uid;
 	int m;
 
 	agent_start();
-	if (!pw)
-		integ_note("no user has uid 65534 here: --user NAME is not tried");
+	if (!pw || !gr)
+		integ_note("no user has uid 65534 or no group gid 1 here: --user NAME[:GROUP] "
+			   "is not tried by name");
 	for (m = 0; m < N_MODES; m++) {
 		r = SBX(f, m, "--user", UID_OTHER ":" UID_OTHER, "--", "/bin/sh", "-c", script);
 		check_ran(f, r, m);
 		check_said(r, m, want, BM_ARRAY_SIZE(want));
 		assert_true(sandbox_flag(r, "run_as_non_root"));
-		check_held(r, m, "user", "setuid 65534:65534");
+		check_held(f, r, m, "user", "setuid 65534:65534");
 		/* by name, where the node names 65534 (the 6.1 VM has no /etc/passwd: unit-tested) */
 		if (pw) {
 			r = SBX(f, m, "--user", pw->pw_name, "--", "/bin/sh", "-c", script);
 			check_ran(f, r, m);
 			check_said(r, m, want, 1);
+		}
+		/* USER:GROUP by names: the group's gid, not the user's primary one by chance */
+		if (pw && gr) {
+			snprintf(ug, sizeof(ug), "%s:%s", pw->pw_name, gr->gr_name);
+			r = SBX(f, m, "--user", ug, "--", "/bin/sh", "-c", script);
+			check_ran(f, r, m);
+			check_said(r, m, (const char *const[]){ "Uid:65534,65534,65534,65534\n",
+							"Gid:1,1,1,1\n", "Groups:,,,\n" }, 3);
+			check_held(f, r, m, "user", "setuid 65534:1,");
 		}
 		r = SBX(f, m, "--non-root", "--", "/bin/sh", "-c", script);
 		check_ran(f, r, m);
@@ -326,7 +369,7 @@ static void test_sbx_user(void **state)
 			assert_between(uid, 900000, 965535);
 		assert_true(sandbox_flag(r, "run_as_non_root"));
 		snprintf(held, sizeof(held), "setuid %.0f:", uid);
-		check_held(r, m, "user", held);
+		check_held(f, r, m, "user", held);
 	}
 	/* without the flags it runs as we are: the check can fail */
 	r = SBX(f, STANDALONE, "--", "/bin/sh", "-c", script);
@@ -358,11 +401,14 @@ static void set_file_caps(const char *path)
 		fail_msg("setxattr security.capability on %s: %s", path, strerror(errno));
 }
 
+static void launch(json_t *req);
+
 /*
  * --drop-caps, as root: every set empty and no_new_privs; a setuid-root
  * binary and one with file capabilities give nothing back; a file only
- * CAP_DAC_OVERRIDE could read stays unread. Without the flag the same
- * root reads it: the check can fail.
+ * CAP_DAC_OVERRIDE could read stays unread; no user namespace can be
+ * made to hold them again (as root and as another uid). Without the flag
+ * the same root reads it, and the same uid makes one: the check can fail.
  */
 static void test_sbx_drop_caps(void **state)
 {
@@ -372,10 +418,15 @@ static void test_sbx_drop_caps(void **state)
 		"suid-CapPrm:0000000000000000\n", "suid-CapEff:0000000000000000\n",
 		"secret=denied\n", "fcap-secret=denied\n",
 	};
+	static const char *const want_userns[] = {
+		"unshare-Ur=refused\n", "unshare EPERM\n", "clone EPERM\n", "clone3 ENOSYS\n",
+		"thread ok\n", "fork ok\n",
+	};
 	char dir[] = "/tmp/bm-sbx-caps.XXXXXX", path[PATH_MAX + 32], script[4096];
+	char userns[PATH_MAX + 128];
 	struct fx *f = *state;
 	struct res *r;
-	int m, fd;
+	int m, fd, u;
 
 	agent_start();
 	make_dir(dir);
@@ -413,7 +464,72 @@ static void test_sbx_drop_caps(void **state)
 			check_said(r, m, (const char *const[]){ "fcap-CapPrm:0000000000000000\n",
 								"fcap-CapEff:0000000000000000\n" }, 2);
 		assert_true(sandbox_flag(r, "drop_all_capabilities"));
-		check_held(r, m, "caps", "bounding set empty");
+		check_held(f, r, m, "caps", "bounding set empty");
+		check_held(f, r, m, "namespaces", "pid");
+		/* run made them for its own child: the agent keeps them as its caller's word */
+		if (m == AGENT) {
+			check_by(f, "caps", "caller");
+			check_by(f, "namespaces", "caller");
+		}
+	}
+	/*
+	 * No user namespace to regain them in (in one of its own a process holds
+	 * every capability over it): unshare(1) -Ur, and bm-userns's unshare(),
+	 * clone() and clone3() with CLONE_NEWUSER, as root and as another uid;
+	 * threads and forks still work (glibc falls back from clone3 to clone).
+	 */
+	/* absolute: the agent's launch below runs elsewhere */
+	assert_non_null(realpath(wl("bm-userns"), path));
+	snprintf(userns, sizeof(userns), "unshare -Ur grep CapEff /proc/self/status 2>/dev/null || "
+		 "echo unshare-Ur=refused; %s", path);
+	for (m = 0; m < N_MODES; m++) {
+		for (u = 0; u < 2; u++) {
+			if (u)
+				r = SBX(f, m, "--drop-caps", "--user", UID_OTHER, "--", "/bin/sh", "-c",
+					userns);
+			else
+				r = SBX(f, m, "--drop-caps", "--", "/bin/sh", "-c", userns);
+			check_ran(f, r, m);
+			integ_note("%s, --drop-caps%s, user namespaces: %s", mode_name[m],
+				   u ? " --user " UID_OTHER : "", oneline_of(r->out.p));
+			check_said(r, m, want_userns, BM_ARRAY_SIZE(want_userns));
+			assert_null(strstr(r->out.p, "CapEff"));
+			check_held(f, r, m, "caps", "seccomp: no new user namespace");
+		}
+	}
+	/* the agent's own launch with drop_all_capabilities: the same filter (effect/exec.c) */
+	{
+		static char log[4096];
+		char logp[PATH_MAX + 64];
+		json_t *e;
+
+		launch(json_pack("{s:s, s:[s, s, s], s:{s:b}}", "id", "caps1", "argv", "/bin/sh",
+				 "-c", userns, "sandbox", "drop_all_capabilities", 1));
+		e = wait_final("caps1", 20000);
+		snprintf(logp, sizeof(logp), "%s/logs/%s@caps1.log", ag.state, token);
+		assert_true(bm_read_file(AT_FDCWD, logp, log, sizeof(log)) > 0);
+		integ_note("the agent's launch, drop_all_capabilities, user namespaces: %s",
+			   oneline_of(log));
+		assert_string_equal(jstr(e, "state"), "succeeded");
+		for (u = 0; u < (int)BM_ARRAY_SIZE(want_userns); u++)
+			assert_non_null(strstr(log, want_userns[u]));
+		assert_null(strstr(log, "CapEff"));
+		assert_non_null(strstr(jstr(e, "outcome.enforcement.caps"), "seccomp"));
+		assert_null(jget(e, "outcome.enforcement.by"));
+		json_decref(e);
+	}
+	/* without --drop-caps the same probe makes one and holds every capability: it can fail */
+	if (bm_read_file(AT_FDCWD, "/proc/sys/user/max_user_namespaces", path, sizeof(path)) > 0 &&
+	    atoi(path) > 0) {
+		r = SBX(f, STANDALONE, "--user", UID_OTHER, "--", "/bin/sh", "-c", userns);
+		check_ran(f, r, STANDALONE);
+		integ_note("without --drop-caps, --user %s: %s", UID_OTHER, oneline_of(r->out.p));
+		check_said(r, STANDALONE, (const char *const[]){ "unshare ok CapEff:",
+				"clone ok CapEff:", "clone3 ok CapEff:" }, 3);
+		assert_null(strstr(r->out.p, "unshare-Ur=refused"));
+		assert_null(strstr(r->out.p, "ok CapEff:0000000000000000"));
+	} else {
+		integ_note("user namespaces are off on this kernel: no control for the probe");
 	}
 	r = SBX(f, STANDALONE, "--", "/bin/sh", "-c", script);
 	check_ran(f, r, STANDALONE);
@@ -453,42 +569,58 @@ static int listen_on(const char *addr, unsigned short *port)
 	return fd;
 }
 
+/* Each address's verdict (tcp and udp alike) for .1, .2, .3, .4, ::1, ::ffff:127.0.0.3. */
+static void verdicts(char *buf, size_t len, const char *const v[6])
+{
+	static const char *const to[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "::1",
+					  "::ffff:127.0.0.3" };
+	size_t n = 0;
+	int i;
+
+	for (i = 0; i < 6; i++)
+		n += (size_t)snprintf(buf + n, len - n, "tcp %s %s\nudp %s %s\n", to[i], v[i], to[i],
+				      v[i]);
+}
+
 /*
- * --network restricted, --allow-egress 127.0.0.2/32, --network none, and
- * full: the test listens on 127.0.0.1-3 and ::1 (one port), bm-probe
- * connects (TCP) and sends (UDP) to each. Restricted reaches its own host
- * only; the allow-list that and .2, never .3 (nor as ::ffff:127.0.0.3);
- * none has a loopback of its own, where nothing listens; full reaches all.
+ * --network restricted, --allow-egress with one CIDR, with two, with an
+ * IPv6 one (::1/128), --network none, and full: the test listens on
+ * 127.0.0.1-4 and ::1 (one port), bm-probe connects (TCP) and sends (UDP)
+ * to each. Restricted reaches its own host only; an allow-list that and
+ * its CIDRs, never .3 unless listed (nor as ::ffff:127.0.0.3); none has a
+ * loopback of its own, where nothing listens; full reaches all.
  */
 static void test_sbx_network(void **state)
 {
-	static const char *const addrs[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "::1" };
+	static const char *const addrs[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4",
+					     "::1" };
 	static const struct {
-		const char *flag, *arg, *want, *held, *policy;
+		const char *args[4];
+		const char *v[6];	/* .1 .2 .3 .4 ::1 ::ffff:.3 */
+		const char *held, *policy, *cidrs;
 	} cases[] = {
-		{ "--network", "restricted",
-		  "tcp 127.0.0.1 ok\nudp 127.0.0.1 ok\ntcp 127.0.0.2 EPERM\nudp 127.0.0.2 EPERM\n"
-		  "tcp 127.0.0.3 EPERM\nudp 127.0.0.3 EPERM\ntcp ::1 ok\nudp ::1 ok\n"
-		  "tcp ::ffff:127.0.0.3 EPERM\nudp ::ffff:127.0.0.3 EPERM\n",
-		  "its own host only", "egress_restricted" },
-		{ "--allow-egress", "127.0.0.2/32",
-		  "tcp 127.0.0.1 ok\nudp 127.0.0.1 ok\ntcp 127.0.0.2 ok\nudp 127.0.0.2 ok\n"
-		  "tcp 127.0.0.3 EPERM\nudp 127.0.0.3 EPERM\ntcp ::1 ok\nudp ::1 ok\n"
-		  "tcp ::ffff:127.0.0.3 EPERM\nudp ::ffff:127.0.0.3 EPERM\n",
-		  "its own host and 1 CIDR", "egress_allow_list" },
-		{ "--network", "none",
-		  "tcp 127.0.0.1 ECONNREFUSED\n", "netns (loopback only)", "none" },
-		{ "--network", "full",
-		  "tcp 127.0.0.1 ok\nudp 127.0.0.1 ok\ntcp 127.0.0.2 ok\nudp 127.0.0.2 ok\n"
-		  "tcp 127.0.0.3 ok\nudp 127.0.0.3 ok\ntcp ::1 ok\nudp ::1 ok\n"
-		  "tcp ::ffff:127.0.0.3 ok\nudp ::ffff:127.0.0.3 ok\n", NULL, "full" },
+		{ { "--network", "restricted" }, { "ok", "EPERM", "EPERM", "EPERM", "ok", "EPERM" },
+		  "its own host only", "egress_restricted", NULL },
+		{ { "--allow-egress", "127.0.0.2/32" }, { "ok", "ok", "EPERM", "EPERM", "ok", "EPERM" },
+		  "its own host and 1 CIDR", "egress_allow_list", "127.0.0.2/32" },
+		/* two: each reached, what lies between them not */
+		{ { "--allow-egress", "127.0.0.2/32", "--allow-egress", "127.0.0.4/30" },
+		  { "ok", "ok", "EPERM", "ok", "ok", "EPERM" },
+		  "its own host and 2 CIDRs", "egress_allow_list", "127.0.0.2/32,127.0.0.4/30" },
+		/* an IPv6 one: the filter takes it, and it opens no IPv4 address */
+		{ { "--allow-egress", "::1/128" }, { "ok", "EPERM", "EPERM", "EPERM", "ok", "EPERM" },
+		  "its own host and 1 CIDR", "egress_allow_list", "::1/128" },
+		{ { "--network", "none" }, { 0 }, "netns (loopback only)", "none", NULL },
+		{ { "--network", "full" }, { "ok", "ok", "ok", "ok", "ok", "ok" }, NULL, "full", NULL },
 	};
 	int fds[BM_ARRAY_SIZE(addrs)];
 	struct fx *f = *state;
 	unsigned short port = 0;
-	char port_s[8], probe[PATH_MAX];
+	char port_s[8], probe[PATH_MAX], want[1024], got[256];
 	struct res *r;
 	unsigned int i, k;
+	size_t n;
+	json_t *c;
 	int m;
 
 	for (i = 0; i < BM_ARRAY_SIZE(addrs); i++)
@@ -498,12 +630,22 @@ static void test_sbx_network(void **state)
 	agent_start();
 	for (m = 0; m < N_MODES; m++) {
 		for (i = 0; i < BM_ARRAY_SIZE(cases); i++) {
-			r = SBX(f, m, cases[i].flag, cases[i].arg, "--", probe, port_s, "127.0.0.1",
-				"127.0.0.2", "127.0.0.3", "::1", "::ffff:127.0.0.3");
+			const char *a0 = cases[i].args[0], *a1 = cases[i].args[1];
+			const char *a2 = cases[i].args[2] ? cases[i].args[2] : "--";
+
+			if (cases[i].args[2])
+				r = SBX(f, m, a0, a1, a2, cases[i].args[3], "--", probe, port_s, "127.0.0.1",
+					"127.0.0.2", "127.0.0.3", "127.0.0.4", "::1", "::ffff:127.0.0.3");
+			else
+				r = SBX(f, m, a0, a1, "--", probe, port_s, "127.0.0.1", "127.0.0.2",
+					"127.0.0.3", "127.0.0.4", "::1", "::ffff:127.0.0.3");
 			check_ran(f, r, m);
-			if (strcmp(cases[i].policy, "none") && strcmp(r->out.p, cases[i].want))
-				fail_msg("%s, %s %s: it said\n%sexpected\n%s", mode_name[m], cases[i].flag,
-					 cases[i].arg, r->out.p, cases[i].want);
+			if (cases[i].v[0]) {
+				verdicts(want, sizeof(want), cases[i].v);
+				if (strcmp(r->out.p, want))
+					fail_msg("%s, %s %s %s: it said\n%sexpected\n%s", mode_name[m], a0, a1,
+						 cases[i].args[2] ? cases[i].args[3] : "", r->out.p, want);
+			}
 			/* in its own namespace nothing of ours listens: every connect is refused */
 			for (k = 0; !strcmp(cases[i].policy, "none") && k < BM_ARRAY_SIZE(addrs); k++) {
 				char line[64];
@@ -512,10 +654,20 @@ static void test_sbx_network(void **state)
 				check_said(r, m, (const char *const[]){ line }, 1);
 			}
 			assert_string_equal(jstr(r->o, "sandbox.network_policy"), cases[i].policy);
+			/* the CIDRs asked, in the request's form, in order */
+			got[0] = '\0';
+			n = 0;
+			json_array_foreach(jget(r->o, "sandbox.allowed_egress_cidrs"), k, c)
+				n += (size_t)snprintf(got + n, sizeof(got) - n, "%s%s", k ? "," : "",
+						      json_string_value(c));
+			assert_string_equal(got, cases[i].cidrs ? cases[i].cidrs : "");
 			if (cases[i].held)
-				check_held(r, m, "network", cases[i].held);
+				check_held(f, r, m, "network", cases[i].held);
 			else
 				assert_null(jget(r->o, "enforcement.network"));
+			/* the egress filter is the agent's own; the namespace of none is run's */
+			if (m == AGENT && cases[i].held)
+				check_by(f, "network", strcmp(cases[i].policy, "none") ? NULL : "caller");
 		}
 	}
 	for (i = 0; i < BM_ARRAY_SIZE(addrs); i++)
@@ -550,7 +702,7 @@ static void test_sbx_env_cwd(void **state)
 		if (strcmp(r->out.p, "FOO=bar baz\nA=1\nPATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
 			   "/usr/bin:/sbin:/bin\n"))
 			fail_msg("%s: --clean-env gave it\n%s", mode_name[m], r->out.p);
-		check_held(r, m, "env", "clean: 3 variables");
+		check_held(f, r, m, "env", "clean: 3 variables");
 		r = SBX(f, m, "--env", "FOO=bar", "--", "/usr/bin/env");
 		check_ran(f, r, m);
 		check_said(r, m, (const char *const[]){ "FOO=bar\n", mark }, 2);
@@ -558,7 +710,7 @@ static void test_sbx_env_cwd(void **state)
 		check_ran(f, r, m);
 		snprintf(want, sizeof(want), "%s\n", real);
 		assert_string_equal(r->out.p, want);
-		check_held(r, m, "cwd", real);
+		check_held(f, r, m, "cwd", real);
 		/* root could go in; the uid it runs as cannot */
 		r = SBX(f, m, "--cwd", priv, "--user", UID_OTHER, "--", "/bin/pwd");
 		integ_note("%s: --cwd %s as %s: exit %d, %s", mode_name[m], priv, UID_OTHER, r->status,
@@ -675,16 +827,17 @@ static void check_refused(struct fx *f, int status, const char *err, const char 
  * Refused before anything exists, both ways: a bad flag (exit 125, one
  * line naming it, no cgroup, no effect); through the agent, what a caller
  * that is not root cannot have (its command is its own child), while what
- * it can have (the agent's egress filter, no capabilities, a clean
- * environment) it gets.
+ * it can have (the agent's egress filter: its own host reached, another
+ * loopback address refused; no capabilities; a clean environment) it gets.
  */
 static void test_sbx_refused_before_anything(void **state)
 {
 	struct fx *f = *state;
-	char err[4096], sock_arg[PATH_MAX + 16], id[64];
+	char err[4096], sock_arg[PATH_MAX + 16], id[64], probe[PATH_MAX], port_s[8];
+	unsigned short port = 0;
 	json_t *list = NULL;
 	struct res *r;
-	int m, st;
+	int m, st, fds[2];
 
 	agent_start();
 	(void)cgroups_created(f);
@@ -721,6 +874,22 @@ static void test_sbx_refused_before_anything(void **state)
 	integ_note("not root, through the agent: exit %d, %s", st, oneline_of(err));
 	assert_int_equal(st, 0);
 	assert_non_null(strstr(err, "65534\nCapEff:0000000000000000\nNoNewPrivs:1\n"));
+	assert_int_equal(cgroups_created(f), 1);
+	/* and its egress filter holds: its own host reached, another loopback address refused */
+	fds[0] = listen_on("127.0.0.1", &port);
+	fds[1] = listen_on("127.0.0.2", &port);
+	snprintf(port_s, sizeof(port_s), "%u", port);
+	snprintf(probe, sizeof(probe), "%s", wl("bm-probe"));
+	snprintf(id, sizeof(id), "%s-nr2", token);
+	st = run_as(NOBODY, (const char *const[]){ "--socket", sock_arg, "--id", id, "-q", "--network",
+						   "restricted", "--", probe, port_s, "127.0.0.1",
+						   "127.0.0.2", NULL }, err, sizeof(err));
+	integ_note("not root, through the agent, --network restricted: exit %d, %s", st, oneline_of(err));
+	close(fds[0]);
+	close(fds[1]);
+	assert_int_equal(st, 0);
+	assert_string_equal(err, "tcp 127.0.0.1 ok\nudp 127.0.0.1 ok\n"
+				 "tcp 127.0.0.2 EPERM\nudp 127.0.0.2 EPERM\n");
 	assert_int_equal(cgroups_created(f), 1);
 	agent_fx_finish(state);
 }

@@ -14,15 +14,20 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/cgroup.h"
@@ -244,11 +249,124 @@ static void test_spawner_tells_every_end(void **state)
 	}
 }
 
+/* /proc/PID/stat's comm and ppid; false if it is gone. */
+static bool stat_of(const char *pid, char *comm, size_t len, int *ppid)
+{
+	char path[300], buf[512], *p;
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (r <= 0)
+		return false;
+	buf[r] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || !strchr(buf, '(') || sscanf(p, ") %*c %d", ppid) != 1)
+		return false;
+	*p = '\0';
+	snprintf(comm, len, "%s", strchr(buf, '(') + 1);
+	return true;
+}
+
+/* Our children, zombies too (pids into pids, at most n; their names into comms). */
+static int children_of_ours(pid_t *pids, int n, char *comms, size_t len)
+{
+	char comm[64];
+	struct dirent *de;
+	int found = 0, ppid;
+	size_t used = 0;
+	DIR *d = opendir("/proc");
+
+	comms[0] = '\0';
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || !stat_of(de->d_name, comm, sizeof(comm), &ppid) ||
+		    ppid != getpid())
+			continue;
+		if (found < n)
+			pids[found] = atoi(de->d_name);
+		found++;
+		if (used < len)
+			used += (size_t)snprintf(comms + used, len - used, "%s%s", used ? ", " : "", comm);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* Is there a bm-init whose parent's parent is spawner (the ready shim's warm init)? */
+static bool warm_init_below(pid_t spawner)
+{
+	char comm[64], parent[32];
+	struct dirent *de;
+	int ppid, gp;
+	bool yes = false;
+	DIR *d = opendir("/proc");
+
+	while (!yes && d && (de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || !stat_of(de->d_name, comm, sizeof(comm), &ppid) ||
+		    strcmp(comm, "bm-init"))
+			continue;
+		snprintf(parent, sizeof(parent), "%d", ppid);
+		yes = stat_of(parent, comm, sizeof(comm), &gp) && gp == spawner;
+	}
+	if (d)
+		closedir(d);
+	return yes;
+}
+
+/*
+ * The agent's clean stop (bm_spawner__free()) leaves nothing of its own
+ * behind: the spawner waits for its ready shim, which waits for the init
+ * it made ahead. They used to be left to end on their own: killed by the
+ * spawner's death and orphaned, under load the init could still be there
+ * a second later (test_intent_traceparent: "left behind: process
+ * (bm-init)"). As a subreaper, we would be handed whatever is left.
+ */
+static void test_spawner_stop_leaves_nothing(void **state)
+{
+	pid_t pids[16], spawner = 0;
+	char comms[512];
+	int i, n, t, round;
+
+	*state = calloc(1, sizeof(struct sfx));
+	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	for (round = 0; round < 3; round++) {
+		struct sfx *f = *state;
+
+		f->sp = bm_spawner__start(shim_exe[0] ? shim_exe : NULL);
+		if (!f->sp)
+			fail_msg("bm_spawner__start: %s", strerror(errno));
+		/* the spawner is our only child; its ready shim makes its init ahead, at once */
+		assert_int_equal(children_of_ours(pids, 16, comms, sizeof(comms)), 1);
+		spawner = pids[0];
+		for (t = 0; t < 1000 && !warm_init_below(spawner); t++)
+			usleep(10000);
+		if (t == 1000)
+			fail_msg("no ready shim with its init below the spawner %d after 10 s", (int)spawner);
+		bm_spawner__free(f->sp);
+		f->sp = NULL;
+		/* at once: nothing is left to be handed to us, not even a zombie */
+		n = children_of_ours(pids, 16, comms, sizeof(comms));
+		for (i = 0; i < n && i < 16; i++) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+		}
+		if (n)
+			fail_msg("round %d: %d process(es) of the stopped spawner left: %s", round, n, comms);
+	}
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_spawner_never_blocks_the_agent, teardown),
 		cmocka_unit_test_teardown(test_spawner_tells_every_end, teardown),
+		cmocka_unit_test_teardown(test_spawner_stop_leaves_nothing, teardown),
 	};
 	const char *bin = getenv("BM_BIN") && *getenv("BM_BIN") ? getenv("BM_BIN") : "build/burstmeter";
 	char *slash;

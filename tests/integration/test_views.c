@@ -8,6 +8,8 @@
  * known of bm-spike SPIN PERIOD COUNT: one thread, so a window holds at
  * most one core, and a SPIN of 30 ms fills whole 10 ms windows at one core.
  */
+#include <sys/sysmacros.h>
+
 #include "runner.h"
 #include "agent_fx.h"
 
@@ -53,16 +55,14 @@ static struct res *finish_into(struct fx *f, struct proc *p, struct res *r)
 	return r;
 }
 
-/* The background effect: bm-spike in its cgroup, running (no outcome file: nothing to race). */
-static struct proc start_spike(struct fx *f, const char *count)
+/* Wait for the background effect p to be in its cgroup; returns p. */
+static struct proc wait_in_cgroup(struct fx *f, struct proc p)
 {
 	char path[PATH_MAX + 128], buf[64];
 	uint64_t deadline = now_ns() + 10000000000ULL;
 	ssize_t n;
-	struct proc p;
 	int fd;
 
-	p = start_bm(f, R_TENANT | R_ID | R_QUIET, "--", wl("bm-spike"), "30", "100", count, NULL);
 	snprintf(path, sizeof(path), "%s/burstmeter.%s@%s/cgroup.procs", cg_parent, token, f->id);
 	while (now_ns() < deadline) {
 		fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -75,6 +75,13 @@ static struct proc start_spike(struct fx *f, const char *count)
 	}
 	fail_msg("the effect never started in %s", path);
 	return p;
+}
+
+/* The background effect: bm-spike in its cgroup, running (no outcome file: nothing to race). */
+static struct proc start_spike(struct fx *f, const char *count)
+{
+	return wait_in_cgroup(f, start_bm(f, R_TENANT | R_ID | R_QUIET, "--", wl("bm-spike"), "30",
+					  "100", count, NULL));
 }
 
 static void finish_spike(struct fx *f, struct proc *p)
@@ -270,6 +277,68 @@ static void test_hist_effect(void **state)
 	res_free(&life);
 	res_free(&iv);
 	finish_spike(f, &run);
+	assert_clean(f);
+}
+
+/* ----------------------------------------------------------------- I/O */
+
+#define IO_BPS (32.0 * 1024 * 1024)
+
+/*
+ * top --json and hist --dim iow beside an O_DIRECT writer (bm-io steady:
+ * 96 MiB under --io-write-bps 32M, 3 s; 48 MiB under emulation) in a
+ * directory on a disk ($BM_IO_DIR, /var/tmp), its working directory
+ * (--cwd), so that the ceiling is for that disk. Truth: it writes at the ceiling, so
+ * its best window holds at least half the ceiling's rate (a window is
+ * never below the mean of a steady second) and hist shows windows of
+ * writes.
+ */
+static void test_views_io(void **state)
+{
+	const char *env = getenv("BM_IO_DIR"), *hdr = "io_write_bytes_per_s per 10 ms window";
+	char dir[PATH_MAX], file[PATH_MAX + 16], tr[PATH_MAX + 16], tool[PATH_MAX];
+	struct res js = { 0 }, hist = { 0 };
+	struct fx *f = *state;
+	struct proc run, p1, p2;
+	struct hists h;
+	struct stat sb;
+	json_t *e;
+
+	snprintf(dir, sizeof(dir), "%s/bm-views.XXXXXX", env && *env ? env : "/var/tmp");
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(stat(dir, &sb), 0);
+	if (!major(sb.st_dev))
+		fail_msg("%s is on no block device: set BM_IO_DIR", dir);
+	snprintf(file, sizeof(file), "%s/data", dir);
+	snprintf(tr, sizeof(tr), "%s/truth", dir);
+	/* run in dir: the workload by its absolute path */
+	assert_non_null(realpath(wl("bm-io"), tool));
+	run = wait_in_cgroup(f, start_bm(f, R_TENANT | R_ID | R_QUIET, "--io-write-bps", "32M", "--cwd",
+					 dir, "--", tool, "steady", file,
+					 getenv("BM_VM") ? "48" : "96", tr, NULL));
+	p1 = start_cmd("top", "--json", NULL);
+	p2 = start_cmd("hist", "--effect", f->id, "--dim", "iow", NULL);
+	finish_into(f, &p1, &js);
+	finish_into(f, &p2, &hist);
+	finish_spike(f, &run);
+	unlink(file);
+	unlink(tr);
+	rmdir(dir);
+	if (js.status)
+		fail_msg("top --json exited %d: %s", js.status, js.err.p ? js.err.p : "");
+	js.o = json_loads(js.out.p, JSON_REJECT_DUPLICATES, NULL);
+	assert_non_null(js.o);
+	e = json_effect(js.o, f->id);
+	if (hist.status)
+		fail_msg("hist --dim iow exited %d: %s", hist.status, hist.err.p ? hist.err.p : "");
+	parse_hists(hist.out.p, hdr, &h);
+	integ_note("io: top's peak iow %.0f B/s (ceiling %.0f); hist --dim iow: %lld of %lld windows "
+		   "wrote", jnum(e, "peak.io_write_bytes_per_s"), IO_BPS, h.busy[0], h.windows[0]);
+	assert_true(jnum(e, "peak.io_write_bytes_per_s") >= IO_BPS / 2);
+	assert_int_equal(h.n, 1);
+	assert_true(h.busy[0] > 0);
+	res_free(&js);
+	res_free(&hist);
 	assert_clean(f);
 }
 
@@ -604,6 +673,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_views_bad_input, setup_views, teardown_views),
 		cmocka_unit_test_setup_teardown(test_top_once_json, setup_views, teardown_views),
 		cmocka_unit_test_setup_teardown(test_hist_effect, setup_views, teardown_views),
+		cmocka_unit_test_setup_teardown(test_views_io, setup_views, teardown_views),
 		cmocka_unit_test_setup_teardown(test_top_tmux, setup_views, teardown_views),
 		cmocka_unit_test_setup_teardown(test_top_tmux_signals, setup_views, teardown_views),
 		cmocka_unit_test_setup_teardown(test_views_agent_meter, setup_views,

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # `burstmeter podspec`'s Pods and NetworkPolicies against the Kubernetes OpenAPI schema,
 # offline (tests/k8s/podspec-schema.mjs says what is checked). npm's kubernetes-models and
-# yaml are installed into BUILD_DIR/npm by this script, never into the source tree.
+# yaml are installed into BUILD_DIR/npm by this script, never into the source tree; node and
+# npm themselves by tools/deps.sh node where either is missing.
 # Usage: tests/k8s/podspec-schema.sh BUILD_DIR   (TAP on stdout; exit 77: skipped)
 set -u
 O=${1:?usage: tests/k8s/podspec-schema.sh BUILD_DIR}
@@ -19,8 +20,11 @@ skip() {
 	exit 77
 }
 
+# a fresh machine: installed as the harness suites install them (tools/deps.sh node)
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || "$src/tools/deps.sh" node ||
+	skip "node and npm could not be installed (tools/deps.sh node)"
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
-	skip "node and npm are needed (Debian: apt-get install nodejs npm)"
+	skip "node and npm are not on PATH after tools/deps.sh node"
 [ -x "$O/burstmeter" ] || { echo "not ok 1 - $O/burstmeter is not built"; exit 1; }
 mkdir -p "$npm_dir" || exit 1
 # installed once per build dir, again only when a version here changes

@@ -476,6 +476,70 @@ static void test_act_cap_without_controller(void **state)
 	assert_int_equal(bm_act_cap(&f.a, 0.5, 1, "cpu_seconds_budget", 0, T0), -EALREADY);
 }
 
+/*
+ * The I/O rung end to end in user space: a policy whose io level is
+ * 64 MiB/s with steps throttle and freeze, the ladder (bm_policy_step())
+ * fed windows of 200 MiB/s, its verdicts carried out here on an effect
+ * with v2 io.max for one disk. Truth: first a throttle (io.max at the
+ * level, reads and writes, no iops), still over it past the cooldown a
+ * freeze (cgroup.freeze), both recorded as io_ceiling; calm for a
+ * cooldown it thaws, and a step later the throttle is lifted (max).
+ */
+static void test_act_io_throttle_then_freeze(void **state)
+{
+	const double level = 64.0 * 1024 * 1024, rate = 200.0 * 1024 * 1024;
+	struct bm_ladder lad;
+	struct bm_sample smp;
+	struct bm_verdict v;
+	uint64_t t;
+	unsigned int i;
+
+	f.ceil.v2_io = true;
+	f.ceil.n_io_dev = 1;
+	snprintf(f.ceil.io_dev[0], sizeof(f.ceil.io_dev[0]), "8:0");
+	fake_knob(f.dir, "io.max");
+	f.pol.dim[BM_P_IO] = (struct bm_dim_rule){
+		.soft = level, .hold_ms = 0,
+		.steps = BM_STEP_BIT(BM_STEP_THROTTLE) | BM_STEP_BIT(BM_STEP_FREEZE),
+	};
+	f.pol.cooldown_ms = 100;
+	f.pol.freeze_timeout_ms = 10000;
+	bm_ladder_init(&lad);
+	memset(&smp, 0, sizeof(smp));
+	for (t = 0; t <= 400; t += 10) {
+		/* over the level for 200 ms, then calm */
+		smp.value[BM_P_IO] = t < 200 ? rate : 0;
+		bm_policy_step(&f.pol, &lad, &smp, T0 + t * MS, &v);
+		for (i = 0; i < v.n; i++)
+			assert_int_equal(bm_act_do(&f.a, &v.a[i], "policy", T0 + t * MS), 0);
+		if (t == 0) {
+			assert_string_equal(knob_take(f.dir, "io.max"),
+					    "8:0 rbps=67108864 wbps=67108864 riops=max wiops=max");
+			assert_string_equal(knob_take(f.dir, "cgroup.freeze"), "");
+			assert_true(f.a.throttled);
+		}
+		/* within the cooldown, no second action; then the freeze */
+		if (t == 90)
+			assert_int_equal(f.out.n_actions, 1);
+		if (t == 100) {
+			assert_string_equal(knob_take(f.dir, "cgroup.freeze"), "1");
+			assert_true(f.a.frozen);
+		}
+	}
+	assert_int_equal(f.out.n_actions, 4);
+	assert_action(0, 0, "throttle", "io_ceiling", rate, level);
+	assert_action(1, 100, "freeze", "io_ceiling", rate, level);
+	/* calm from 200 ms: thawed after a cooldown, then a step down, the throttle lifted */
+	assert_string_equal(f.out.actions[2].action, "thaw");
+	assert_true(f.out.actions[2].at_ms == 300);
+	assert_string_equal(f.out.actions[3].action, "unthrottle");
+	assert_true(f.out.actions[3].at_ms > 300);
+	assert_string_equal(knob_take(f.dir, "cgroup.freeze"), "0");
+	assert_string_equal(knob_take(f.dir, "io.max"), "8:0 rbps=max wbps=max riops=max wiops=max");
+	assert_false(f.a.throttled);
+	assert_false(f.a.frozen);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -486,6 +550,7 @@ int main(void)
 		T(test_act_cap_and_ladder_take_the_lower),
 		T(test_act_cap_without_controller),
 		T(test_act_throttle_memory_writes_memory_high),
+		T(test_act_io_throttle_then_freeze),
 		T(test_act_unthrottle_restores),
 		T(test_act_duty_cycle_toggles_for_share),
 		T(test_act_duty_share_clamps),

@@ -47,6 +47,31 @@ static json_t *outcome(double cpu, double mem, double pids, double net, double w
 			 "by", "process", "actions");
 }
 
+/*
+ * o with I/O: peaks of read and write (MiB/s), ops/s and dirtied (MiB/s), the
+ * bytes it sent in all, its /tmp's peak (MiB; < 0: it had no /tmp of a size);
+ * limits (may be NULL) and actions (may be NULL) over the outcome's.
+ */
+static json_t *with_io(json_t *o, double rd, double wr, double ops, double dirty, double net_total,
+		       double storage, json_t *limits, json_t *actions)
+{
+	json_t *p = json_object_get(o, "peak");
+
+	json_object_set_new(p, "io_read_bytes_per_s", json_real(rd * MIB));
+	json_object_set_new(p, "io_write_bytes_per_s", json_real(wr * MIB));
+	json_object_set_new(p, "io_ops_per_s", json_real(ops));
+	json_object_set_new(p, "dirty_bytes_per_s", json_real(dirty * MIB));
+	json_object_set_new(json_object_get(o, "totals"), "net_tx_bytes", json_integer((json_int_t)net_total));
+	json_object_set_new(o, "storage", json_pack("{s:o}", "peak_bytes", storage < 0 ? json_null() :
+						    json_integer((json_int_t)(storage * MIB))));
+	if (limits)
+		json_object_update(json_object_get(o, "limits"), limits);
+	json_decref(limits);
+	if (actions)
+		json_object_set_new(o, "actions", actions);
+	return o;
+}
+
 static void add(struct fx *fx, const char *tenant, const char *tool, json_t *o)
 {
 	struct bm_effect_row r = { .state = BM_ST_QUEUED, .priority = 5, .uid = 0, .gid = 0 };
@@ -58,7 +83,7 @@ static void add(struct fx *fx, const char *tenant, const char *tool, json_t *o)
 	r.created_ms = 1000 + fx->seq;
 	r.request_json = "{}";
 	assert_int_equal(bm_store__insert(fx->st, &r), 0);
-	assert_int_equal(bm_store__finish(fx->st, tenant, r.id, text,
+	assert_int_equal(bm_store__finish(fx->st, tenant, r.id, text, NULL, 0,
 					  strcmp(json_string_value(json_object_get(json_object_get(o,
 						 "termination"), "reason")), "completed") ? BM_ST_KILLED
 											  : BM_ST_SUCCEEDED,
@@ -97,6 +122,40 @@ static int setup(void **state)
 						json_pack("{s:n, s:I, s:n, s:n}", "cpu_cores", "memory_bytes",
 							  (json_int_t)(64 * MIB), "pids", "timeout_seconds")));
 	add(fx, "acme", "make", outcome(0, 0, 0, 0, 0, 0, 0, 0, "failed", NULL));
+	/*
+	 * dd, of tenant io: run i of 10 reads at i MiB/s, writes at 2i, 10i ops/s, dirties i/2 MiB/s,
+	 * sends 1000 i bytes in all, fills its 64 MiB /tmp to i MiB; none at a ceiling
+	 */
+	for (i = 1; i <= 10; i++)
+		add(fx, "io", "dd", with_io(outcome(0.2, 8 * MIB, 2, 0, 1, 0.1, 4 * MIB, 100, "completed", NULL),
+					    i, 2 * i, 10 * i, i / 2.0, 1000 * i, i,
+					    json_pack("{s:I}", "ephemeral_storage_bytes", (json_int_t)(64 * MIB)),
+					    NULL));
+	/*
+	 * cp, of tenant io: 6 that complete (reads of 1-6 MiB/s, writes of 10-15), 2 killed at the
+	 * policy's I/O level of 100 MiB/s by their writes (one with an io_write_bps limit of 200
+	 * it never came near), one by its reads, one that filled its 16 MiB /tmp; and one held at its io.max
+	 * read limit of 8 MiB/s (7.9: within 5% of it) that completed all the same
+	 */
+	for (i = 0; i < 6; i++)
+		add(fx, "io", "cp", with_io(outcome(0.2, 8 * MIB, 2, 0, 1, 0.1, 4 * MIB, 100, "completed", NULL),
+					    1 + i, 10 + i, 50, 0, 0, -1, NULL, NULL));
+	for (i = 0; i < 2; i++)
+		add(fx, "io", "cp", with_io(outcome(0.2, 8 * MIB, 2, 0, 1, 0.1, 4 * MIB, 100, "io_ceiling", NULL),
+					    5, 120, 50, 0, 0, -1,
+					    i ? json_pack("{s:I}", "io_write_bps", (json_int_t)(200 * MIB)) : NULL,
+					    json_pack("[{s:s, s:s, s:f, s:f}]", "action", "kill", "reason",
+						      "io_ceiling", "observed", 120 * MIB, "threshold", 100 * MIB)));
+	add(fx, "io", "cp", with_io(outcome(0.2, 8 * MIB, 2, 0, 1, 0.1, 4 * MIB, 100, "io_ceiling", NULL),
+				    110, 50, 50, 0, 0, -1, NULL,
+				    json_pack("[{s:s, s:s, s:f, s:f}]", "action", "kill", "reason", "io_ceiling",
+					      "observed", 160 * MIB, "threshold", 100 * MIB)));
+	add(fx, "io", "cp", with_io(outcome(0.2, 8 * MIB, 2, 0, 1, 0.1, 4 * MIB, 100, "storage_ceiling", NULL),
+				    1, 10, 50, 0, 0, 16,
+				    json_pack("{s:I}", "ephemeral_storage_bytes", (json_int_t)(16 * MIB)), NULL));
+	add(fx, "io", "cp", with_io(outcome(0.2, 8 * MIB, 2, 0, 1, 0.1, 4 * MIB, 100, "completed", NULL),
+				    7.9, 10, 50, 0, 0, -1, json_pack("{s:I}", "io_read_bps", (json_int_t)(8 * MIB)),
+				    NULL));
 	/* a tool that never once ran (its name mistyped): counted, but no figure */
 	add(fx, "acme", "pytset", outcome(0, 0, 0, 0, 0, 0, 0, 0, "failed", NULL));
 	/* one that is still running: no outcome, not counted */
@@ -282,12 +341,90 @@ static void test_advise_filters_and_text(void **state)
 	json_decref(rep);
 }
 
+/* I/O, dirtied bytes, bytes sent and /tmp: figures, and limits in run flags and the sandbox. */
+static void test_advise_io_and_storage(void **state)
+{
+	struct fx *fx = *state;
+	json_t *rep = bm_advise_report(fx->st, "io", "dd"), *t, *r, *flags;
+	static const char *const want_flags[] = { "--cpu", "0.3", "--memory", "16M", "--pids", "3",
+						  "--timeout", "2", "--io-read-bps", "13M", "--io-write-bps",
+						  "25M", "--io-iops", "125", "--tmp-size", "16M" };
+	char *sb, *text = NULL;
+	size_t i, len = 0;
+	FILE *f;
+
+	assert_non_null(rep);
+	t = tool_of(rep, "dd");
+	/* nearest rank over 10: p50 the 5th, p95 and p99 the 10th */
+	assert_close(dnum(t, "dims", "io_read_bytes_per_s", "p50"), 5 * MIB);
+	assert_close(dnum(t, "dims", "io_read_bytes_per_s", "p99"), 10 * MIB);
+	assert_close(dnum(t, "dims", "io_write_bytes_per_s", "p95"), 20 * MIB);
+	assert_close(dnum(t, "dims", "io_ops_per_s", "max"), 100);
+	assert_close(dnum(t, "dims", "dirty_bytes_per_s", "p50"), 2.5 * MIB);
+	assert_close(dnum(t, "dims", "net_tx_bytes", "p50"), 5000);
+	assert_close(dnum(t, "dims", "ephemeral_storage_bytes", "p99"), 10 * MIB);
+	assert_close(dnum(t, "dims", "ephemeral_storage_bytes", "runs"), 10);
+	assert_close(dnum(t, "dims", "io_write_bytes_per_s", "ceiling_hits"), 0);
+	r = json_object_get(t, "recommend");
+	/* 10 x 1.25 = 12.5 -> 13 MiB/s; 20 -> 25 MiB/s; 100 -> 125 ops/s; 10 MiB x 1.25 -> 16 MiB */
+	assert_int_equal(json_integer_value(json_object_get(r, "io_read_bps")), 13 * 1048576);
+	assert_int_equal(json_integer_value(json_object_get(r, "io_write_bps")), 25 * 1048576);
+	assert_int_equal(json_integer_value(json_object_get(r, "io_iops")), 125);
+	assert_int_equal(json_integer_value(json_object_get(r, "max_ephemeral_storage_bytes")), 16 * 1048576);
+	flags = json_object_get(r, "run_flags");
+	assert_int_equal(json_array_size(flags), 16);
+	for (i = 0; i < 16; i++)
+		assert_string_equal(json_string_value(json_array_get(flags, i)), want_flags[i]);
+	sb = json_dumps(json_object_get(r, "sandbox"), JSON_COMPACT | JSON_SORT_KEYS);
+	assert_non_null(strstr(sb, "\"io_iops\":125,\"io_read_bps\":\"13Mi\",\"io_write_bps\":\"25Mi\","
+			       "\"max_ephemeral_storage\":\"16Mi\""));
+	free(sb);
+	f = open_memstream(&text, &len);
+	bm_advise_print(f, rep);
+	fclose(f);
+	assert_non_null(strstr(text, "  io_write_bytes_per_s        10    10.0Mi    20.0Mi    20.0Mi    20.0Mi  0\n"));
+	assert_non_null(strstr(text, "  io_ops_per_s                10        50       100       100       100  0\n"));
+	assert_non_null(strstr(text, "--io-read-bps 13M --io-write-bps 25M --io-iops 125 --tmp-size 16M\n"));
+	free(text);
+	json_decref(rep);
+
+	/* cp: what the ceilings hid is unknown; io_ceiling goes to reads or writes, whichever crossed */
+	rep = bm_advise_report(fx->st, "io", "cp");
+	t = tool_of(rep, "cp");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(t, "reasons"), "io_ceiling")), 3);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(t, "reasons"), "storage_ceiling")), 1);
+	assert_close(dnum(t, "dims", "io_write_bytes_per_s", "ceiling_hits"), 2);
+	/* the policy's level, from the actions, not the io_write_bps limit of 200 one of them had */
+	assert_close(dnum(t, "dims", "io_write_bytes_per_s", "ceiling"), 100 * MIB);
+	/* the read-heavy kill, and the one held within 5% of its io.max read limit */
+	assert_close(dnum(t, "dims", "io_read_bytes_per_s", "ceiling_hits"), 2);
+	assert_close(dnum(t, "dims", "io_read_bytes_per_s", "ceiling"), 100 * MIB);
+	assert_close(dnum(t, "dims", "ephemeral_storage_bytes", "runs"), 1);
+	assert_close(dnum(t, "dims", "ephemeral_storage_bytes", "ceiling_hits"), 1);
+	assert_close(dnum(t, "dims", "ephemeral_storage_bytes", "ceiling"), 16 * MIB);
+	assert_close(dnum(t, "dims", "io_ops_per_s", "ceiling_hits"), 0);
+	r = json_object_get(t, "recommend");
+	assert_true(json_is_null(json_object_get(r, "io_read_bps")));
+	assert_true(json_is_null(json_object_get(r, "io_write_bps")));
+	assert_true(json_is_null(json_object_get(r, "max_ephemeral_storage_bytes")));
+	/* ops hit no ceiling: 50 x 1.25 -> 63 */
+	assert_int_equal(json_integer_value(json_object_get(r, "io_iops")), 63);
+	assert_null(json_object_get(json_object_get(r, "sandbox"), "io_write_bps"));
+	sb = json_dumps(json_object_get(r, "notes"), JSON_COMPACT);
+	assert_non_null(strstr(sb, "io write: 2 of 11 runs hit their io write ceiling of 100 MiB/s"));
+	assert_non_null(strstr(sb, "io read: 2 of 11 runs hit their io read ceiling of 100 MiB/s"));
+	assert_non_null(strstr(sb, "ephemeral storage: 1 of 1 runs hit their ephemeral storage ceiling of 16 MiB"));
+	free(sb);
+	json_decref(rep);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_advise_percentiles_and_recommendation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_advise_ceiling_hits_leave_the_limit_unknown, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_advise_filters_and_text, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_advise_io_and_storage, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("advise", tests, NULL, NULL);

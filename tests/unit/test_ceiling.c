@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <sys/sysmacros.h>
+
 #include "fakecg.h"
 #include "effect/ceiling.h"
 
@@ -266,13 +268,84 @@ static void test_ceiling_memory_high_round_trip(void **state)
 }
 
 /*
+ * A directory on a block device, for the disks the I/O ceilings are for:
+ * $BM_IO_DIR (the VM suite's ramdisk), /var/tmp or /. The fake tree may be
+ * on a tmpfs; a host with no disk at all is a broken setup, not a pass.
+ */
+static const char *disk_path(void)
+{
+	const char *env = getenv("BM_IO_DIR"), *cand[] = { env && *env ? env : "/var/tmp", "/var/tmp",
+							   "/" };
+	struct stat st;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(cand) / sizeof(cand[0]); i++)
+		if (!stat(cand[i], &st) && major(st.st_dev))
+			return cand[i];
+	fail_msg("no directory on a block device for the I/O ceilings (set BM_IO_DIR)");
+	return NULL;
+}
+
+/* The disk behind it is a whole disk ("MAJ:MIN" that sysfs knows, not a partition). */
+static void assert_whole_disk(const char *dev)
+{
+	unsigned int ma, mi;
+	char sys[96];
+
+	assert_int_equal(sscanf(dev, "%u:%u", &ma, &mi), 2);
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", ma, mi);
+	assert_true(exists(sys));
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u/partition", ma, mi);
+	assert_false(exists(sys));
+}
+
+/*
+ * I/O ceilings on v2: io delegated (memory beside it, for cgroup
+ * writeback), one io.max line per disk with every key: the ceilings, "max"
+ * for none; the ladder's throttle lowers bps and keeps the iops.
+ */
+static void test_ceiling_v2_io_max(void **state)
+{
+	const char *paths[] = { disk_path(), "/proc", NULL };
+	char want[160];
+	int i;
+
+	v2("cpu io memory pids", "io memory", NULL);
+	fake_knob(f.eff, "io.max");
+	limits(0, 0, 0);
+	f.lim.io_read_bps = 4 * MIB;
+	f.lim.io_write_bps = 8 * MIB;
+	f.lim.io_iops = 100;
+	assert_int_equal(apply(false), 0);
+	assert_int_equal(bm_ceilings_io_apply(&f.env, &f.cg, NAME, &f.lim, false, paths, &f.c), 0);
+	assert_true(f.c.v2_io);
+	assert_string_equal(f.c.io_attribution, "blkcg");
+	/* memory asked for after io, for cgroup writeback */
+	assert_string_equal(last_enabled(), "+memory");
+	/* /proc is on no block device: one disk */
+	assert_int_equal(f.c.n_io_dev, 1);
+	assert_whole_disk(f.c.io_dev[0]);
+	for (i = 0; i < BM_IO_CEIL__MAX; i++)
+		assert_string_equal(f.c.io_mech[i], "cgroup v2 io.max");
+	snprintf(want, sizeof(want), "%s rbps=4194304 wbps=8388608 riops=100 wiops=100", f.c.io_dev[0]);
+	assert_string_equal(knob_take(f.eff, "io.max"), want);
+	assert_int_equal(bm_ceilings_io(&f.c, &f.lim, 2 * MIB), 0);
+	snprintf(want, sizeof(want), "%s rbps=2097152 wbps=2097152 riops=100 wiops=100", f.c.io_dev[0]);
+	assert_string_equal(knob_take(f.eff, "io.max"), want);
+	/* the throttle lifted, only an iops ceiling: max for the rest */
+	f.lim.io_read_bps = f.lim.io_write_bps = 0;
+	assert_int_equal(bm_ceilings_io(&f.c, &f.lim, 0), 0);
+	snprintf(want, sizeof(want), "%s rbps=max wbps=max riops=100 wiops=100", f.c.io_dev[0]);
+	assert_string_equal(knob_take(f.eff, "io.max"), want);
+}
+
+/*
  * I/O ceilings on a hybrid host: a blkio twin beside the others, with the
- * throttle files of the disk behind the given path (the real one this test
- * runs on: where that is no block device, the mechanism says so).
+ * throttle files of the disk behind a path on a disk (disk_path()).
  */
 static void test_ceiling_hybrid_io_twin(void **state)
 {
-	const char *paths[] = { f.root, NULL };
+	const char *paths[] = { disk_path(), NULL };
 	char want[64];
 
 	v2("", "", "");
@@ -286,10 +359,8 @@ static void test_ceiling_hybrid_io_twin(void **state)
 	assert_true(f.c.v1_blkio_dirfd >= 0);
 	assert_string_equal(f.c.io_attribution, "v1_twin");
 	assert_null(f.c.io_mech[BM_IO_CEIL_READ_BPS]);
-	if (!f.c.n_io_dev) {
-		assert_int_equal(strncmp(f.c.io_mech[BM_IO_CEIL_WRITE_BPS], "none: ", 6), 0);
-		return;
-	}
+	assert_int_equal(f.c.n_io_dev, 1);
+	assert_whole_disk(f.c.io_dev[0]);
 	assert_string_equal(f.c.io_mech[BM_IO_CEIL_WRITE_BPS], "cgroup v1 blkio.throttle.write_bps_device");
 	snprintf(want, sizeof(want), "%s 8388608", f.c.io_dev[0]);
 	assert_string_equal(knob_take(f.twin[BM_V1_BLKIO], "blkio.throttle.write_bps_device"), want);
@@ -586,6 +657,7 @@ int main(void)
 		T(test_ceiling_memory_high_round_trip),
 		T(test_ceiling_hybrid_twins_under_our_cgroups),
 		T(test_ceiling_hybrid_io_twin),
+		T(test_ceiling_v2_io_max),
 		T(test_ceiling_hybrid_prefers_v2),
 		T(test_ceiling_hybrid_all_on_v2_makes_no_twin),
 		T(test_ceiling_hybrid_cpu_throttle_round_trip),

@@ -210,7 +210,7 @@ static const char golden[] =
 	TEN1("tenant_net_tx_bytes_total", "counter",
 	     "Bytes the tenant's effects sent on inet sockets.", "4096")
 	TEN1("tenant_io_bytes_total", "counter",
-	     "Bytes of I/O of the tenant's effects (0 until the meter has I/O).", "0")
+	     "Bytes the tenant's effects read and wrote on block devices (bios).", "0")
 	TEN1("tenant_launches_total", "counter", "Effects of the tenant admitted.", "2")
 	THEAD("tenant_budget_remaining_ratio", "gauge",
 	      "Tokens left in a budget's bucket over its burst (below 0: debt).")

@@ -264,6 +264,70 @@ static void test_parse_cores_range_and_overflow(void **state)
 	assert_int_equal(bm_parse_cores("18446744073709551616m", 0, UINT64_MAX, &v), -ERANGE);
 }
 
+/* Kubernetes quantities (resource.Quantity), exactly: decimal and binary suffixes, exponents. */
+static void test_parse_k8s_bytes_every_form(void **state)
+{
+	static const struct ok_case c[] = {
+		{ "0", 0 }, { "1000", 1000 }, { "1k", 1000 }, { "1Ki", KIB }, { "2M", 2000000 },
+		{ "2Mi", 2 * MIB }, { "2G", 2000000000 }, { "2Gi", 2 * GIB }, { "1T", 1000000000000ULL },
+		{ "1Ti", TIB }, { "1P", 1000000000000000ULL }, { "1Pi", 1ULL << 50 },
+		{ "1E", 1000000000000000000ULL }, { "1Ei", 1ULL << 60 }, { "15Ei", 15ULL << 60 },
+		{ "1e9", 1000000000 }, { "1E9", 1000000000 }, { "1e+9", 1000000000 },
+		{ "2.5e8", 250000000 }, { "12e-1", 2 }, { "1.5G", 1500000000 },
+		{ "1.5Gi", GIB + GIB / 2 }, { ".5Gi", GIB / 2 }, { "2.", 2 }, { "+1G", 1000000000 },
+		{ "0001Mi", MIB }, { "1000m", 1 }, { "1500m", 2 }, { "1m", 1 }, { "0.1", 1 },
+		{ "0m", 0 }, { "1.0000000000000000000000000000000001", 2 },
+		{ "18446744073709551615", UINT64_MAX }, { "18446744073709551615000m", UINT64_MAX },
+		{ "0.000000000000000000000000000000000000000001e42", 1 }, { "0e99", 0 },
+	};
+
+	check_ok("bm_parse_k8s_bytes", bm_parse_k8s_bytes, c, N(c));
+}
+
+static void test_parse_k8s_cpu_every_form(void **state)
+{
+	static const struct ok_case c[] = {
+		{ "500m", 500 }, { "0.5", 500 }, { "2", 2000 }, { "1.25", 1250 }, { "1e3", 1000000 },
+		{ "5e-1", 500 }, { "1e-3", 1 }, { "1k", 1000000 }, { "1Ki", 1024000 },
+		/* finer than a millicore rounds up, as the API server rounds it */
+		{ "0.0001", 1 }, { "1.0005", 1001 }, { "1.0000", 1000 }, { "0", 0 },
+	};
+
+	check_ok("bm_parse_k8s_cpu", bm_parse_k8s_cpu, c, N(c));
+}
+
+static void test_parse_k8s_rejects_malformed_and_huge(void **state)
+{
+	static const char *const bad[] = {
+		NULL, "", "abc", "-1", " 1", "1 ", ".", "+", "1..5", "1.5.5", "0x10", "1e", "1e+",
+		"1e3m", "1Gi5", "1GB", "1g", "1K", "1KiB", "1Q", "e9", "Gi", "1,5", "--1", "1ee3",
+		"1e1.5", "1\n", "1 Gi",
+	};
+	static const char *const huge[] = {
+		"18446744073709551616", "16Ei", "19E", "1e20", "1e1001", "1000000000000000000000000000000",
+		"18446744073709551615001m",
+	};
+
+	check_err("bm_parse_k8s_bytes", bm_parse_k8s_bytes, bad, N(bad), -EINVAL);
+	check_err("bm_parse_k8s_bytes", bm_parse_k8s_bytes, huge, N(huge), -ERANGE);
+	check_err("bm_parse_k8s_cpu", bm_parse_k8s_cpu, (const char *const[]){ "18446744073709552" },
+		  1, -ERANGE);
+}
+
+static void test_parse_k8s_range_after_rounding(void **state)
+{
+	uint64_t v = UNSET;
+
+	assert_int_equal(bm_parse_k8s_bytes("1Mi", MIB, 64 * TIB, &v), 0);
+	assert_int_equal(v, MIB);
+	assert_int_equal(bm_parse_k8s_bytes("1M", MIB, 64 * TIB, &v), -ERANGE);
+	assert_int_equal(bm_parse_k8s_bytes("64Ti", MIB, 64 * TIB, &v), 0);
+	assert_int_equal(bm_parse_k8s_bytes("70.4T", MIB, 64 * TIB, &v), -ERANGE);
+	assert_int_equal(bm_parse_k8s_cpu("0.0001", 1, 1024000, &v), 0);
+	assert_int_equal(v, 1);
+	assert_int_equal(bm_parse_k8s_cpu("0", 1, 1024000, &v), -ERANGE);
+}
+
 static void test_valid_name_accepts(void **state)
 {
 	static const char *const ok[] = {
@@ -319,6 +383,10 @@ int main(void)
 		cmocka_unit_test(test_parse_cores_decimal_and_millicores),
 		cmocka_unit_test(test_parse_cores_rejects_malformed),
 		cmocka_unit_test(test_parse_cores_range_and_overflow),
+		cmocka_unit_test(test_parse_k8s_bytes_every_form),
+		cmocka_unit_test(test_parse_k8s_cpu_every_form),
+		cmocka_unit_test(test_parse_k8s_rejects_malformed_and_huge),
+		cmocka_unit_test(test_parse_k8s_range_after_rounding),
 		cmocka_unit_test(test_valid_name_accepts),
 		cmocka_unit_test(test_valid_name_rejects),
 	};

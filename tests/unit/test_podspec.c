@@ -151,6 +151,7 @@ static void golden(const char *name, const char *got)
 
 static const char *const cases[] = {
 	"seed", "none-minimal", "allow-list", "full-hostile-env", "restricted-dns-only",
+	"decimal-si",
 };
 
 static void test_podspec_golden_yaml_and_json(void **state)
@@ -334,6 +335,11 @@ static void test_podspec_quantities_and_classes(void **state)
 		{ 2147483648ULL, "2147483648m", "2Gi" },
 		{ 1099511627776ULL, "1099511627776m", "1Ti" },
 		{ 1048577, "1048577m", "1048577" },
+		/* decimal from M up where shorter: a request's "2G", "1.5e9", "1M" print back so */
+		{ 2000000000ULL, "2000000", "2G" }, { 1500000000ULL, "1500000", "1500M" },
+		{ 1000000, "1000", "1M" }, { 1024000, "1024", "1000Ki" },
+		{ 1000000000000000000ULL, "1000000000000000", "1E" },
+		{ 1ULL << 60, "1152921504606846976m", "1Ei" }, { 5000, "5", "5000" },
 	};
 	char a[32], b[32];
 	size_t i;

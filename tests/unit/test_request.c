@@ -609,13 +609,16 @@ static void test_request_cpu_in_cores_or_millicores(void **state)
 		{ "\"500m\"", 500 }, { "\"0.5\"", 500 }, { "0.5", 500 }, { "2", 2000 },
 		{ "\"2\"", 2000 }, { "0.001", 1 }, { "\"1m\"", 1 }, { "1024", 1024000 },
 		{ "\"1024000m\"", 1024000 }, { "1.25", 1250 }, { "2.0", 2000 }, { "1e2", 100000 },
+		/* Kubernetes quantities: exponents, and finer than a millicore rounds up as there */
+		{ "\"1e3\"", 1000000 }, { "\"5e-1\"", 500 }, { "\"1k\"", 1000000 },
+		{ "0.0001", 1 }, { "\"0.0001\"", 1 }, { "\"1.0005\"", 1001 },
 	};
 	static const char *const range[] = {
-		"0", "\"0\"", "0.0001", "1025", "\"1025\"", "\"1024001m\"", "-1", "-0.5", "-0.0",
-		"1e300", "\"99999999999999999999\"",
+		"0", "\"0\"", "1025", "\"1025\"", "\"1024001m\"", "-1", "-0.5", "-0.0",
+		"1e300", "\"99999999999999999999\"", "\"2k\"", "\"2Ki\"", "\"0e5\"",
 	};
 	static const char *const invalid[] = {
-		"\"abc\"", "\"1e3\"", "\"500 m\"", "\"-1\"", "\"\"",
+		"\"abc\"", "\"1e3m\"", "\"500 m\"", "\"-1\"", "\"\"", "\"1c\"", "\"m\"",
 	};
 	static const char *const type[] = { "true", "null", "[1]", "{}" };
 	size_t off = offsetof(struct bm_sandbox, cpu_request_milli);
@@ -631,14 +634,23 @@ static void test_request_cpu_in_cores_or_millicores(void **state)
 static void test_request_memory_and_storage_sizes(void **state)
 {
 	static const struct qty_ok ok[] = {
-		{ "\"256Mi\"", 256 * MIB }, { "268435456", 256 * MIB }, { "\"1M\"", MIB },
-		{ "1048576", MIB }, { "\"64Ti\"", 64 * TIB }, { "\"1.5G\"", GIB + GIB / 2 },
+		{ "\"256Mi\"", 256 * MIB }, { "268435456", 256 * MIB }, { "\"1Mi\"", MIB },
+		{ "1048576", MIB }, { "\"64Ti\"", 64 * TIB }, { "\"1.5Gi\"", GIB + GIB / 2 },
 		{ "70368744177664", 64 * TIB }, { "2.5e8", 250000000 },
+		/* Kubernetes quantities: decimal suffixes are powers of 1000, exponents exact */
+		{ "\"2G\"", 2000000000 }, { "\"1.5G\"", 1500000000 }, { "\"500M\"", 500000000 },
+		{ "\"1e9\"", 1000000000 }, { "\"2.5E8\"", 250000000 }, { "\"1048576k\"", 1048576000 },
+		{ "\"70T\"", 70000000000000ULL }, { "\"65T\"", 65000000000000ULL }, { "\"+1Gi\"", GIB }, { "\"0.5Gi\"", GIB / 2 },
+		{ "\"1048576000m\"", MIB },
 	};
 	static const char *const range[] = {
-		"1048575", "\"1K\"", "0", "\"65T\"", "70368744177665", "-1", "1e300",
+		"1048575", "\"1k\"", "0", "\"65Ti\"", "70368744177665", "-1", "1e300",
+		"\"1M\"", "\"1P\"", "\"1Pi\"", "\"1e6\"", "\"1E\"", "\"71T\"",
 	};
-	static const char *const invalid[] = { "\"1P\"", "\"big\"", "\"1 G\"", "\"-1M\"" };
+	static const char *const invalid[] = {
+		"\"big\"", "\"1 G\"", "\"-1M\"", "\"1K\"", "\"1GB\"", "\"1g\"", "\"1e\"", "\"1Q\"", "\"1.5.5\"",
+		"\"e9\"", "\"1KiB\"",
+	};
 
 	check_quantities("memory_request", ok, N(ok), offsetof(struct bm_sandbox, memory_request));
 	check_quantities("memory_limit", ok, N(ok), offsetof(struct bm_sandbox, memory_limit));

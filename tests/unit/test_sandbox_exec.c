@@ -176,6 +176,60 @@ static void test_sandbox_enforcement_json_keeps_what_is_there(void **state)
 	assert_null(bm_sbx_name(BM_SBX__MAX));
 }
 
+/*
+ * An attach's caller's word (POST .../exit "enforcement"): parsed back from
+ * what bm_sandbox_enf_json() writes, taken only where the agent held
+ * nothing itself, and said to be the caller's ("by"); anything else refused.
+ */
+static void test_sandbox_enforcement_of_the_caller(void **state)
+{
+	struct bm_sandbox_enf mine = { 0 }, agent = { 0 }, got;
+	char long_s[BM_SBX_MECH_LEN + 1];
+	json_t *o = json_object(), *bad;
+	const char *key = NULL;
+
+	snprintf(mine.mech[BM_SBX_CAPS], BM_SBX_MECH_LEN, "bounding set empty");
+	snprintf(mine.mech[BM_SBX_NETWORK], BM_SBX_MECH_LEN, "netns (loopback only)");
+	assert_int_equal(bm_sandbox_enf_json(&mine, o), 0);
+	assert_null(json_object_get(o, "by"));
+	assert_int_equal(bm_sandbox_enf_parse(o, &got, &key), 0);
+	assert_null(key);
+	assert_string_equal(got.mech[BM_SBX_CAPS], "bounding set empty");
+	assert_string_equal(got.mech[BM_SBX_NETWORK], "netns (loopback only)");
+	assert_false(got.by_caller[BM_SBX_CAPS]);
+	json_decref(o);
+	/* the agent's filter stands; the caller's capabilities are its word */
+	snprintf(agent.mech[BM_SBX_NETWORK], BM_SBX_MECH_LEN, "cgroup bpf egress filter");
+	bm_sandbox_enf_take_caller(&agent, &got);
+	assert_string_equal(agent.mech[BM_SBX_NETWORK], "cgroup bpf egress filter");
+	assert_false(agent.by_caller[BM_SBX_NETWORK]);
+	assert_string_equal(agent.mech[BM_SBX_CAPS], "bounding set empty");
+	assert_true(agent.by_caller[BM_SBX_CAPS]);
+	o = json_pack("{s:s}", "cpu", "cgroup v2 cpu.max");
+	assert_int_equal(bm_sandbox_enf_json(&agent, o), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "by"), "caps")),
+			    "caller");
+	assert_null(json_object_get(json_object_get(o, "by"), "network"));
+	assert_int_equal(json_object_size(json_object_get(o, "by")), 1);
+	/* an outcome's enforcement is not a caller's word: "by" and "cpu" are not its to say */
+	assert_int_equal(bm_sandbox_enf_parse(o, &got, &key), -EINVAL);
+	assert_non_null(key);
+	json_decref(o);
+	memset(long_s, 'x', sizeof(long_s) - 1);
+	long_s[sizeof(long_s) - 1] = '\0';
+	bad = json_pack("[{s:i}, {s:s}, {s:s}, {s:s}, {s:s}]", "caps", 1, "caps", "", "caps", long_s,
+			"caps", "a\nb", "nope", "x");
+	for (size_t i = 0; i < json_array_size(bad); i++) {
+		key = NULL;
+		assert_int_equal(bm_sandbox_enf_parse(json_array_get(bad, i), &got, &key), -EINVAL);
+		assert_non_null(key);
+	}
+	json_decref(bad);
+	bad = json_array();
+	assert_int_equal(bm_sandbox_enf_parse(bad, &got, &key), -EINVAL);
+	json_decref(bad);
+}
+
 static void test_sandbox_workspace_in_json_and_looser(void **state)
 {
 	struct bm_sandbox p = sandbox(), c = sandbox();
@@ -215,6 +269,7 @@ int main(void)
 		cmocka_unit_test(test_sandbox_exec_each_part_alone),
 		cmocka_unit_test(test_sandbox_egress_without_a_filter),
 		cmocka_unit_test(test_sandbox_enforcement_json_keeps_what_is_there),
+		cmocka_unit_test(test_sandbox_enforcement_of_the_caller),
 		cmocka_unit_test(test_sandbox_workspace_in_json_and_looser),
 	};
 

@@ -148,7 +148,7 @@ static int finish(struct bm_store *st, const char *tenant, const char *id, const
 	char json[256];
 
 	snprintf(json, sizeof(json), OUTCOME("%s"), reason);
-	return bm_store__finish(st, tenant, id, json, final, at_ms);
+	return bm_store__finish(st, tenant, id, json, NULL, 0, final, at_ms);
 }
 
 /* raw SQLite on a file, as another program (or an older burstmeter) would write it */
@@ -561,11 +561,11 @@ static void test_store_finish_and_recent(void **state)
 	assert_int_equal(bm_store__recent(fx->st, "acme", "pytest", NULL, 0, &n), -EINVAL);
 	/* refused: not final, no or invalid JSON; each leaves the effect as it was */
 	assert_int_equal(finish(fx->st, "acme", "f", "completed", BM_ST_RUNNING, 3000), -EINVAL);
-	assert_int_equal(bm_store__finish(fx->st, "acme", "f", NULL, BM_ST_SUCCEEDED, 3000),
+	assert_int_equal(bm_store__finish(fx->st, "acme", "f", NULL, NULL, 0, BM_ST_SUCCEEDED, 3000),
 			 -EINVAL);
-	assert_int_equal(bm_store__finish(fx->st, "acme", "f", "{\"termination\":", BM_ST_SUCCEEDED,
-					  3000), -EINVAL);
-	assert_int_equal(bm_store__finish(fx->st, "acme", "f", "", BM_ST_SUCCEEDED, 3000), -EINVAL);
+	assert_int_equal(bm_store__finish(fx->st, "acme", "f", "{\"termination\":", NULL, 0,
+					  BM_ST_SUCCEEDED, 3000), -EINVAL);
+	assert_int_equal(bm_store__finish(fx->st, "acme", "f", "", NULL, 0, BM_ST_SUCCEEDED, 3000), -EINVAL);
 	assert_int_equal(bm_store__get(fx->st, "acme", "f", &r), 0);
 	assert_int_equal(r.state, BM_ST_RUNNING);
 	assert_int_equal(r.updated_ms, 2800);
@@ -573,6 +573,39 @@ static void test_store_finish_and_recent(void **state)
 	bm_effect_row_clear(&r);
 	assert_int_equal(transitions(fx->st, "acme", "f", &s), 0);
 	assert_int_equal(s.n, 2);
+}
+
+/* list_fn: the row's timeline as it was lent */
+static int lent_timeline(const struct bm_effect_row *r, void *arg)
+{
+	*(size_t *)arg += r->timeline_len + (r->timeline != NULL);
+	return 0;
+}
+
+/* The packed timeline is kept beside the outcome, byte for byte; a list lends rows without it. */
+static void test_store_keeps_the_timeline(void **state)
+{
+	static const unsigned char tl[] = { 'B', 'M', 'T', '1', 0, 1, 2, 0, 255 };
+	struct fx *fx = *state;
+	struct bm_effect_row r;
+	size_t lent = 0;
+
+	add(fx->st, "acme", "a", "pytest", 100);
+	add(fx->st, "acme", "b", "pytest", 200);
+	assert_int_equal(bm_store__finish(fx->st, "acme", "a", OUTCOME("completed"), tl, sizeof(tl),
+					  BM_ST_SUCCEEDED, 1000), 0);
+	assert_int_equal(finish(fx->st, "acme", "b", "completed", BM_ST_SUCCEEDED, 1000), 0);
+	assert_int_equal(bm_store__get(fx->st, "acme", "a", &r), 0);
+	assert_string_equal(r.outcome_json, OUTCOME("completed"));
+	assert_int_equal(r.timeline_len, sizeof(tl));
+	assert_memory_equal(r.timeline, tl, sizeof(tl));
+	bm_effect_row_clear(&r);
+	assert_int_equal(bm_store__get(fx->st, "acme", "b", &r), 0);
+	assert_null(r.timeline);
+	assert_int_equal(r.timeline_len, 0);
+	bm_effect_row_clear(&r);
+	assert_int_equal(bm_store__list(fx->st, "acme", -1, 10, lent_timeline, &lent), 0);
+	assert_int_equal(lent, 0);
 }
 
 static void test_store_set_runtime(void **state)
@@ -1088,6 +1121,7 @@ int main(void)
 		T(test_store_transitions_in_order),
 		T(test_store_final_states_are_sticky),
 		T(test_store_finish_and_recent),
+		T(test_store_keeps_the_timeline),
 		T(test_store_set_runtime),
 		T(test_store_list_order_filters_limit),
 		T(test_store_list_callback_may_use_the_store),

@@ -205,12 +205,8 @@ void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_op
 	so->sandbox = &e->req.sandbox;
 	/* its tenant's CPU budget, or the node's pressure, may cap it: a controller to do it with */
 	so->cpu_cap = ag_tenant_may_cap(a, e->tenant);
-	/* its /tmp is a tmpfs of that size (exec_opts()): full, it ends with storage_ceiling */
-	so->limits.storage_bytes = e->req.mode == BM_REQ_ATTACH ? 0 : e->req.sandbox.max_ephemeral_storage;
-	/* the disks its I/O ceilings are for: where it works, and its /tmp unless that is a tmpfs */
-	so->io_paths[0] = e->req.cwd ? e->req.cwd : "/";
-	if (!e->req.sandbox.read_only_root_fs && !e->req.sandbox.max_ephemeral_storage)
-		so->io_paths[1] = "/tmp";
+	/* its /tmp a tmpfs of max_ephemeral_storage (ours; run's for an attach), its workspace */
+	bm_sup_places(so, &e->req.sandbox, e->req.cwd ? e->req.cwd : "/");
 	so->meter_only = a->cfg.meter_only;
 	so->shared_timers = true;
 	so->timers_moved = ag_timers_moved;
@@ -601,13 +597,16 @@ int ag_cancel_stored(struct bm_agent *a, struct ag_effect *e)
 	return 0;
 }
 
-int ag_exit(struct bm_agent *a, struct ag_effect *e, int wait_status)
+int ag_exit(struct bm_agent *a, struct ag_effect *e, int wait_status,
+	    const struct bm_sandbox_enf *caller)
 {
 	(void)a;
 	if (e->req.mode != BM_REQ_ATTACH)
 		return -EINVAL;
 	if (e->sup.phase != BM_SUP_RUNNING)
 		return -EALREADY;
+	if (caller)
+		bm_sandbox_enf_take_caller(&e->sup.out.sbx, caller);
 	bm_sup__exited(&e->sup, wait_status);
 	return 0;
 }

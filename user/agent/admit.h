@@ -47,8 +47,14 @@ int ag_cancel_stored(struct bm_agent *a, struct ag_effect *e);
  * another attached, ended), -errno.
  */
 int ag_attach(struct bm_agent *a, struct ag_effect *e, pid_t caller, uid_t uid, pid_t pid);
-/* An attached effect's caller reports its exit (wait status): 0, -EALREADY or -EINVAL (not attached). */
-int ag_exit(struct bm_agent *a, struct ag_effect *e, int wait_status);
+/*
+ * An attached effect's caller reports its exit (wait status) and (caller
+ * not NULL) what it made of the sandbox, kept in the outcome's enforcement
+ * as its word where the agent held nothing itself: 0, -EALREADY or -EINVAL
+ * (not attached).
+ */
+int ag_exit(struct bm_agent *a, struct ag_effect *e, int wait_status,
+	    const struct bm_sandbox_enf *caller);
 /* Start queued effects while the node has room: fair across tenants, by priority within one. */
 void ag_schedule(struct bm_agent *a);
 /* The supervision options of an effect: its request's limits and the agent's policy. */

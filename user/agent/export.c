@@ -503,7 +503,7 @@ static const struct tfam {
 	{ "tenant_net_tx_bytes", "counter", "Bytes the tenant's effects sent on inet sockets.",
 	  NULL, TOFF(used), BM_BUD_NET, NULL },
 	{ "tenant_io_bytes", "counter",
-	  "Bytes of I/O of the tenant's effects (0 until the meter has I/O).", NULL, TOFF(used),
+	  "Bytes the tenant's effects read and wrote on block devices (bios).", NULL, TOFF(used),
 	  BM_BUD_IO, NULL },
 	{ "tenant_launches", "counter", "Effects of the tenant admitted.", NULL, TOFF(used),
 	  BM_BUD_LAUNCH, NULL },

@@ -15,6 +15,7 @@
 #include "agent/finish.h"
 #include "agent/index.h"
 #include "agent/sample.h"
+#include "agent/timeline.h"
 #include "agent/watch.h"
 #include "base/common.h"
 #include "effect/exec.h"
@@ -109,6 +110,7 @@ static void release(struct ag_effect *e)
 	bm_request_free(&e->req);
 	bm_series_free(&e->series);
 	free(e->unstored);
+	free(e->unstored_tl);
 	free(e->status_path);
 	free(e->pod);
 	free(e);
@@ -178,14 +180,16 @@ static bool tend(struct bm_agent *a, struct ag_effect *e)
 	int err;
 
 	if (e->unstored) {
-		err = bm_store__finish(a->store, e->tenant, e->req.id, e->unstored, e->unstored_state,
-				       e->unstored_ms);
+		err = bm_store__finish(a->store, e->tenant, e->req.id, e->unstored, e->unstored_tl,
+				       e->unstored_tl_len, e->unstored_state, e->unstored_ms);
 		if (err && err != -EINVAL)
 			return false;
 		bm_info("stored the outcome of %s/%s after %.1f s", e->tenant, e->req.id,
 			(double)(bm_now_ns() - e->remains_since_ns) / 1e9);
 		free(e->unstored);
+		free(e->unstored_tl);
 		e->unstored = NULL;
+		e->unstored_tl = NULL;
 		forget_status(e);
 	}
 	if (e->sup.cg) {
@@ -243,8 +247,9 @@ static void egress_forget(struct bm_agent *a, struct ag_effect *e)
 	e->egress_cgid = 0;
 }
 
-/* e's outcome text into the open batch (owned by it from now on): 0, or -ENOMEM (store it now). */
-static int pend(struct bm_agent *a, struct ag_effect *e, char *text, enum bm_state st)
+/* e's outcome into the open batch (owned by it from now on): 0, or -ENOMEM (store it now). */
+static int pend(struct bm_agent *a, struct ag_effect *e, char *text, void *tl, size_t tl_len,
+		enum bm_state st)
 {
 	struct ag_pending *p = a->pending;
 
@@ -257,13 +262,20 @@ static int pend(struct bm_agent *a, struct ag_effect *e, char *text, enum bm_sta
 		a->pending = p;
 		a->cap_pending = cap;
 	}
-	p[a->n_pending++] = (struct ag_pending){ .e = e, .text = text, .st = st, .ms = wall_ms() };
+	p[a->n_pending++] = (struct ag_pending){ .e = e, .text = text, .tl = tl, .tl_len = tl_len,
+						 .st = st, .ms = wall_ms() };
 	return 0;
 }
 
 void ag_finish_begin(struct bm_agent *a)
 {
 	a->batch = true;
+}
+
+static int store_pending(struct bm_agent *a, const struct ag_pending *p)
+{
+	return bm_store__finish(a->store, p->e->tenant, p->e->req.id, p->text, p->tl, p->tl_len,
+				p->st, p->ms);
 }
 
 void ag_finish_store(struct bm_agent *a)
@@ -278,8 +290,7 @@ void ag_finish_store(struct bm_agent *a)
 	a->n_pending = 0;
 	/* one transaction for them all; if any of it fails, each again on its own, as without one */
 	for (i = 0; txn && i < n; i++)
-		if (bm_store__finish(a->store, a->pending[i].e->tenant, a->pending[i].e->req.id,
-				     a->pending[i].text, a->pending[i].st, a->pending[i].ms))
+		if (store_pending(a, &a->pending[i]))
 			break;
 	if (txn && (i < n || bm_store__commit(a->store))) {
 		bm_store__rollback(a->store);
@@ -287,9 +298,10 @@ void ag_finish_store(struct bm_agent *a)
 	}
 	for (i = 0; i < n; i++) {
 		p = &a->pending[i];
-		err = txn ? 0 : bm_store__finish(a->store, p->e->tenant, p->e->req.id, p->text, p->st, p->ms);
+		err = txn ? 0 : store_pending(a, p);
 		if (!err) {
 			free(p->text);
+			free(p->tl);
 			if (!p->kept && let_go(p->e))
 				keep(a, p->e);
 			else if (!p->kept)
@@ -300,6 +312,8 @@ void ag_finish_store(struct bm_agent *a)
 		bm_err("failed to store the outcome of %s/%s: %s; kept, and stored again every tick",
 		       p->e->tenant, p->e->req.id, strerror(-err));
 		p->e->unstored = p->text;
+		p->e->unstored_tl = p->tl;
+		p->e->unstored_tl_len = p->tl_len;
 		p->e->unstored_state = p->st;
 		p->e->unstored_ms = p->ms;
 		if (!p->kept)
@@ -355,41 +369,14 @@ static void export_outcome(struct bm_agent *a, struct ag_effect *e)
 	}
 }
 
-/*
- * The stored text of outcome j with series as its last member, "timeline"
- * (what json_object_set_new() of ag_timeline_json() then json_dumps()
- * wrote, to the byte): a timeline's thousands of reals written as text, not
- * built as objects and printed with printf, were most of the agent's work
- * when 10,000 effects ended at once. NULL on no memory.
- */
-static char *outcome_text(json_t *j, const struct bm_series *series)
-{
-	char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9)), *tl, *out;
-	size_t len;
-
-	if (!text || !bm_series_len(series))
-		return text;
-	len = strlen(text);
-	tl = ag_timeline_text(series);
-	if (len < 2 || text[len - 1] != '}' || !tl) {
-		free(tl);
-		free(text);
-		return NULL;
-	}
-	text[len - 1] = '\0';
-	if (asprintf(&out, "%s%s\"timeline\":%s}", text, len > 2 ? "," : "", tl) < 0)
-		out = NULL;
-	free(tl);
-	free(text);
-	return out;
-}
-
 /* The effect is done: outcome, store, metrics, streams; then forget it. */
 void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
 {
 	struct bm_outcome *o = &e->sup.out;
 	bool pending;
 	enum bm_state st;
+	size_t tl_len = 0;
+	void *tl = NULL;
 	char *text;
 	json_t *j;
 	int err;
@@ -405,18 +392,26 @@ void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
 		o->pod_qos = e->pod->qos;
 	}
 	j = bm_outcome_json(o);
-	text = j ? outcome_text(j, &e->series) : NULL;
+	text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+	if (text && ag_timeline_pack(&e->series, &tl, &tl_len)) {
+		free(text);
+		text = NULL;
+	}
 	st = final_state(o);
-	pending = text && a->batch && !pend(a, e, text, st);
-	err = pending ? 0 : text ? bm_store__finish(a->store, e->tenant, e->req.id, text, st, wall_ms()) : -ENOMEM;
+	pending = text && a->batch && !pend(a, e, text, tl, tl_len, st);
+	err = pending ? 0 : text ? bm_store__finish(a->store, e->tenant, e->req.id, text, tl, tl_len, st,
+						    wall_ms()) : -ENOMEM;
 	if (err && text) {
 		/* a full disk: nothing is lost, it is stored once there is room (ag_tend_remains()) */
 		bm_err("failed to store the outcome of %s/%s: %s; kept, and stored again every tick",
 		       e->tenant, e->req.id, strerror(-err));
 		e->unstored = text;
+		e->unstored_tl = tl;
+		e->unstored_tl_len = tl_len;
 		e->unstored_state = st;
 		e->unstored_ms = wall_ms();
 		text = NULL;
+		tl = NULL;
 	} else if (err) {
 		bm_err("failed to store the outcome of %s/%s: %s", e->tenant, e->req.id, strerror(-err));
 	}
@@ -429,8 +424,10 @@ void ag_finish_effect(struct bm_agent *a, struct ag_effect *e)
 		ag_emit(a, e, json_pack("{s:s, s:O}", "type", "outcome", "outcome", j));
 	}
 	json_decref(j);
-	if (!pending)
+	if (!pending) {
 		free(text);
+		free(tl);
+	}
 	ag_unwatch(a, e->shim.pidfd);
 	if (e->shim.pidfd >= 0)
 		close(e->shim.pidfd);

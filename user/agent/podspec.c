@@ -36,20 +36,39 @@ char *bm_k8s_cpu(uint64_t milli, char *buf, size_t len)
 	return buf;
 }
 
+/* bytes as mantissa + suffix in the largest unit of units (powers of base) that divides them */
+static int k8s_unit(uint64_t bytes, uint64_t base, const char *const *units, unsigned int n,
+		    uint64_t *mant)
+{
+	uint64_t div = 1;
+	int best = -1;
+	unsigned int i;
+
+	for (i = 0; bytes && i < n && div <= UINT64_MAX / base; i++) {
+		div *= base;
+		if (bytes % div)
+			break;
+		best = (int)i;
+		*mant = bytes / div;
+	}
+	return best;
+}
+
 char *bm_k8s_bytes(uint64_t bytes, char *buf, size_t len)
 {
-	static const char *const units[] = { "Ei", "Pi", "Ti", "Gi", "Mi", "Ki" };
-	unsigned int i, shift;
+	static const char *const bin[] = { "Ki", "Mi", "Gi", "Ti", "Pi", "Ei" };
+	static const char *const dec[] = { "k", "M", "G", "T", "P", "E" };
+	uint64_t mb = 0, md = 0;
+	int b = k8s_unit(bytes, 1024, bin, BM_ARRAY_SIZE(bin), &mb);
+	int d = k8s_unit(bytes, 1000, dec, BM_ARRAY_SIZE(dec), &md);
 
-	for (i = 0; bytes && i < BM_ARRAY_SIZE(units); i++) {
-		shift = 60 - 10 * i;
-		if (!(bytes & ((1ULL << shift) - 1))) {
-			snprintf(buf, len, "%llu%s", (unsigned long long)(bytes >> shift),
-				 units[i]);
-			return buf;
-		}
-	}
-	snprintf(buf, len, "%llu", (unsigned long long)bytes);
+	/* decimal from M up, where it is shorter ("2G", not "1953125Ki"); else binary, or plain */
+	if (d >= 1 && (b < 0 || md < mb))
+		snprintf(buf, len, "%llu%s", (unsigned long long)md, dec[d]);
+	else if (b >= 0)
+		snprintf(buf, len, "%llu%s", (unsigned long long)mb, bin[b]);
+	else
+		snprintf(buf, len, "%llu", (unsigned long long)bytes);
 	return buf;
 }
 

@@ -7,10 +7,10 @@
  * its socket, mounted from the host. Pure: a request in, JSON out.
  *
  * priorityClassName by priority: 1-3 burstmeter-low, 4-7 burstmeter-normal,
- * 8-10 burstmeter-high (the DaemonSet's manifests define the three).
+ * 8-10 burstmeter-high (deploy/kubernetes/priorityclasses.yaml defines them).
  * network_policy: none -> all egress denied; egress_restricted -> DNS
  * (kube-dns pods in kube-system, UDP and TCP 53) and the cluster CIDRs of
- * the options; egress_allow_list -> DNS and the request's CIDRs; full ->
+ * the options (pod CIDRs: most plugins check policy after service translation); egress_allow_list -> DNS and the request's CIDRs; full ->
  * no NetworkPolicy.
  */
 #ifndef BM_PODSPEC_H
@@ -50,7 +50,10 @@ const char *bm_podspec_priority_class(int priority);
 /*
  * Kubernetes quantities: CPU as millicores ("500m"), whole cores plain
  * ("2"); bytes in the largest binary unit that holds them exactly
- * ("2Gi", "1536Mi", "1000"). Return buf.
+ * ("2Gi", "1536Mi", "1000"), or a decimal one from M up where that has
+ * fewer digits ("2G", "1500M": what a request's "2G" or "1.5e9" was), so
+ * that a quantity read with bm_parse_k8s_bytes() prints back as written
+ * or as the API server would canonicalize it. Return buf.
  */
 char *bm_k8s_cpu(uint64_t milli, char *buf, size_t len);
 char *bm_k8s_bytes(uint64_t bytes, char *buf, size_t len);

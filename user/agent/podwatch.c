@@ -129,37 +129,20 @@ static int pod(struct bm_podwatch *w, json_t *obj, bool deleted, bm_podwatch_fn 
 	return rc;
 }
 
-static int list(struct bm_podwatch *w, json_t *items, bm_podwatch_fn fn, void *ctx, char *err,
-		size_t errlen)
-{
-	int n = 0, rc;
-	json_t *item;
-	size_t i;
-
-	if (!json_is_array(items))
-		return fail(err, errlen, -EINVAL, "a List without items");
-	json_array_foreach(items, i, item) {
-		rc = pod(w, item, false, fn, ctx, err, errlen);
-		if (rc < 0)
-			return rc;
-		n += rc;
-	}
-	return n;
-}
-
-int bm_podwatch__feed(struct bm_podwatch *w, json_t *doc, bm_podwatch_fn fn, void *ctx,
-		      char *err, size_t errlen)
+int bm_pod_objects(json_t *doc, bm_pod_object_fn fn, void *ctx, char *err, size_t errlen)
 {
 	const char *type = str(doc, "type"), *kind = str(doc, "kind");
-	json_t *obj = json_object_get(doc, "object");
+	json_t *obj = json_object_get(doc, "object"), *items, *item;
+	int n = 0, rc;
+	size_t i;
 
 	if (!json_is_object(doc))
 		return fail(err, errlen, -EINVAL, "not a JSON object");
 	if (type && json_is_object(obj)) {
 		if (!strcmp(type, "ADDED") || !strcmp(type, "MODIFIED"))
-			return pod(w, obj, false, fn, ctx, err, errlen);
+			return fn(obj, false, ctx, err, errlen);
 		if (!strcmp(type, "DELETED"))
-			return pod(w, obj, true, fn, ctx, err, errlen);
+			return fn(obj, true, ctx, err, errlen);
 		if (!strcmp(type, "BOOKMARK"))
 			return 0;
 		if (!strcmp(type, "ERROR"))
@@ -167,7 +150,37 @@ int bm_podwatch__feed(struct bm_podwatch *w, json_t *doc, bm_podwatch_fn fn, voi
 				    str(obj, "message") ?: "(no message)");
 		return fail(err, errlen, -EINVAL, "unknown watch event type \"%.40s\"", type);
 	}
-	if (kind && !strcmp(kind, "List"))
-		return list(w, json_object_get(doc, "items"), fn, ctx, err, errlen);
-	return pod(w, doc, false, fn, ctx, err, errlen);
+	if (!kind || strcmp(kind, "List"))
+		return fn(doc, false, ctx, err, errlen);
+	items = json_object_get(doc, "items");
+	if (!json_is_array(items))
+		return fail(err, errlen, -EINVAL, "a List without items");
+	json_array_foreach(items, i, item) {
+		rc = fn(item, false, ctx, err, errlen);
+		if (rc < 0)
+			return rc;
+		n += rc;
+	}
+	return n;
+}
+
+struct feed {
+	struct bm_podwatch *w;
+	bm_podwatch_fn fn;
+	void *ctx;
+};
+
+static int feed_pod(json_t *obj, bool deleted, void *ctx, char *err, size_t errlen)
+{
+	struct feed *f = ctx;
+
+	return pod(f->w, obj, deleted, f->fn, f->ctx, err, errlen);
+}
+
+int bm_podwatch__feed(struct bm_podwatch *w, json_t *doc, bm_podwatch_fn fn, void *ctx,
+		      char *err, size_t errlen)
+{
+	struct feed f = { w, fn, ctx };
+
+	return bm_pod_objects(doc, feed_pod, &f, err, errlen);
 }

@@ -11,6 +11,7 @@
 #define BM_PODWATCH_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "agent/podstate.h"
@@ -33,5 +34,16 @@ typedef int (*bm_podwatch_fn)(const char *pod, const char *run, const struct bm_
  */
 int bm_podwatch__feed(struct bm_podwatch *w, json_t *doc, bm_podwatch_fn fn, void *ctx,
 		      char *err, size_t errlen);
+
+/* A pod object of a document, deleted or not: a count to add up, or -errno to stop. */
+typedef int (*bm_pod_object_fn)(json_t *pod, bool deleted, void *ctx, char *err, size_t errlen);
+
+/*
+ * Each pod object of doc through fn: a Pod, a List's items, a watch event's
+ * object (BOOKMARK skipped). The sum of fn's returns, or -EINVAL when doc is
+ * none of those, -EPROTO for an ERROR event, fn's -errno: err then says why.
+ * bm_podwatch__feed() and podtenants.h read their streams with it.
+ */
+int bm_pod_objects(json_t *doc, bm_pod_object_fn fn, void *ctx, char *err, size_t errlen);
 
 #endif /* BM_PODWATCH_H */

@@ -4,7 +4,9 @@
  * storage quantities, the network policy with its egress CIDRs, and the
  * hardening flags. A quantity may be a JSON number or a string with units;
  * both forms go through the same parse.h function, so "0.5", 0.5 and "500m"
- * cannot disagree.
+ * cannot disagree. Its strings are Kubernetes quantities (bm_parse_k8s_*()),
+ * as in the pod spec `burstmeter podspec` writes from them: "2G" is 2*10^9
+ * bytes, "2Gi" 2*2^30, "1e9" 10^9.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -44,17 +46,17 @@ struct quantity {
 #define SB_OFF(f) offsetof(struct bm_sandbox, f)
 
 static const struct quantity quantities[] = {
-	{ "cpu_request", bm_parse_cores, 1, CPU_MAX_MILLI, SB_OFF(cpu_request_milli), CPU_EXPECT },
-	{ "cpu_limit", bm_parse_cores, 1, CPU_MAX_MILLI, SB_OFF(cpu_limit_milli), CPU_EXPECT },
-	{ "memory_request", bm_parse_size, MIB, 64 * TIB, SB_OFF(memory_request), SIZE_EXPECT },
-	{ "memory_limit", bm_parse_size, MIB, 64 * TIB, SB_OFF(memory_limit), SIZE_EXPECT },
+	{ "cpu_request", bm_parse_k8s_cpu, 1, CPU_MAX_MILLI, SB_OFF(cpu_request_milli), CPU_EXPECT },
+	{ "cpu_limit", bm_parse_k8s_cpu, 1, CPU_MAX_MILLI, SB_OFF(cpu_limit_milli), CPU_EXPECT },
+	{ "memory_request", bm_parse_k8s_bytes, MIB, 64 * TIB, SB_OFF(memory_request), SIZE_EXPECT },
+	{ "memory_limit", bm_parse_k8s_bytes, MIB, 64 * TIB, SB_OFF(memory_limit), SIZE_EXPECT },
 	{ "pids_limit", bm_parse_u64, 1, 4194304, SB_OFF(pids_limit), "a task count 1..4194304" },
 	{ "timeout_seconds", bm_parse_duration_ns, BM_NSEC_PER_MSEC, TIMEOUT_MAX_NS,
 	  SB_OFF(timeout_ns), "seconds 0.001..604800 (e.g. 600) or a duration (e.g. \"10m\")" },
-	{ "max_ephemeral_storage", bm_parse_size, MIB, 64 * TIB, SB_OFF(max_ephemeral_storage),
+	{ "max_ephemeral_storage", bm_parse_k8s_bytes, MIB, 64 * TIB, SB_OFF(max_ephemeral_storage),
 	  SIZE_EXPECT },
-	{ "io_read_bps", bm_parse_size, 4096, MIB * MIB, SB_OFF(io_read_bps), BPS_EXPECT },
-	{ "io_write_bps", bm_parse_size, 4096, MIB * MIB, SB_OFF(io_write_bps), BPS_EXPECT },
+	{ "io_read_bps", bm_parse_k8s_bytes, 4096, MIB * MIB, SB_OFF(io_read_bps), BPS_EXPECT },
+	{ "io_write_bps", bm_parse_k8s_bytes, 4096, MIB * MIB, SB_OFF(io_write_bps), BPS_EXPECT },
 	{ "io_iops", bm_parse_u64, 1, 1000000, SB_OFF(io_iops), "operations per second 1..1000000" },
 };
 

@@ -278,7 +278,7 @@ static void parse_root(struct bm_req_errs *e, json_t *root, struct bm_run_reques
 	r->workspace_bytes = BM_RUN_DEFAULT_VOLUME;
 	v = json_object_get(root, "workspace_size");
 	if (v)
-		bm_req_quantity(e, "workspace_size", v, bm_parse_size, MIB, 64 * TIB,
+		bm_req_quantity(e, "workspace_size", v, bm_parse_k8s_bytes, MIB, 64 * TIB,
 				"a size 1Mi..64Ti (bytes, or e.g. \"10Gi\")", &r->workspace_bytes);
 	r->priority = (int)bm_req_int(e, root, "priority", 1, 10, 5);
 	bm_sandbox_parse(e, sb, &r->sandbox);

@@ -253,6 +253,13 @@ void bm_spawner__ready_main(int sock)
 		warm_init_main(&w);
 	}
 	r.ret = take_request(sock, &q, fds, &nfds, join, &status_path, &argv);
+	/*
+	 * No request (the spawner stops: the agent's clean stop) or a bad one:
+	 * our init ends before we do, so that nothing of ours outlives the
+	 * spawner's wait for us.
+	 */
+	if (r.ret && warm > 0)
+		bm_effect_warm_drop(&w);
 	if (r.ret > 0)
 		_exit(1);
 	if (r.ret)
@@ -490,6 +497,21 @@ static int reap(struct spawner *sp)
 	return 0;
 }
 
+/*
+ * The agent is gone or stopping: the ready shim is told (EOF), and waited
+ * for, as it waits for its init; then nothing of the agent's own is left
+ * once the agent has reaped us (bm_spawner__free()). Handed-over shims go
+ * on: they outlive the agent by design.
+ */
+static void __attribute__((noreturn)) leave(struct spawner *sp)
+{
+	if (sp->ready_sock >= 0)
+		close(sp->ready_sock);
+	while (sp->ready_pid > 0 && waitpid(sp->ready_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	_exit(0);
+}
+
 static void __attribute__((noreturn)) serve(int sock, pid_t agent, const char *exe)
 {
 	struct spawner sp = { .sock = sock, .exe = exe, .ready_sock = -1 };
@@ -545,24 +567,24 @@ static void __attribute__((noreturn)) serve(int sock, pid_t agent, const char *e
 			for (j = 0; j < (int)sp.n_shims && sp.shims[j].sock != pfd[i].fd; j++)
 				;
 			if (j < (int)sp.n_shims && reported(&sp, &sp.shims[j]))
-				_exit(0);
+				leave(&sp);
 		}
 		if (pfd[1].revents && reap(&sp))
-			_exit(0);
+			leave(&sp);
 		if ((pfd[0].revents & POLLOUT) && flush(&sp))
-			_exit(0);
+			leave(&sp);
 		if (!(pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
 		n = recv_fds(sock, &q, sizeof(q), fds, &nfds);
 		if (n == 0 || (n < 0 && n != -EMSGSIZE))
-			_exit(0);
+			leave(&sp);
 		if (n == sizeof(q)) {
 			if (hand_over(&sp, &q, fds, nfds))
-				_exit(0);
+				leave(&sp);
 		} else {
 			rep = (struct sp_rep){ SP_REPLY, n < 0 ? (int32_t)n : -EINVAL, 0, 0, 0, 0 };
 			if (tell(&sp, &rep))
-				_exit(0);
+				leave(&sp);
 		}
 		for (j = 0; j < nfds; j++)
 			close(fds[j]);

@@ -66,6 +66,8 @@ struct ag_effect {
 	 * in the kernel. Each tick tries again.
 	 */
 	char *unstored;
+	void *unstored_tl;		/* its timeline, packed (agent/timeline.h) */
+	size_t unstored_tl_len;
 	enum bm_state unstored_state;
 	int64_t unstored_ms;
 	uint64_t remains_since_ns;
@@ -109,6 +111,8 @@ struct ag_effect {
 struct ag_pending {
 	struct ag_effect *e;
 	char *text;
+	void *tl;			/* its timeline, packed (agent/timeline.h) */
+	size_t tl_len;
 	enum bm_state st;
 	int64_t ms;
 	bool kept;			/* e is in a->remains already (its cgroup is still held) */

@@ -65,6 +65,9 @@ static const char *const migrations[] = {
 	"CREATE INDEX effects_ended ON effects (updated_ms) WHERE state IN (" FINALS ";"
 	"CREATE TABLE tenant_uids (tenant TEXT PRIMARY KEY, uid INTEGER NOT NULL UNIQUE) STRICT;"
 	"PRAGMA user_version = 3;",
+	/* 3 -> 4: an ended effect's timeline packed beside its outcome (agent/timeline.h) */
+	"ALTER TABLE effects ADD COLUMN timeline BLOB;"
+	"PRAGMA user_version = 4;",
 };
 _Static_assert(sizeof(migrations) / sizeof(char *) == BM_STORE_SCHEMA_VERSION, "one per version");
 
@@ -75,7 +78,7 @@ enum stmt_id {
 };
 
 #define COLS "SELECT tenant, id, tool, state, priority, created_ms, updated_ms, cgroup, pid, " \
-	     "pid_start, request, outcome, uid, gid, parent, cancel_ms, pod FROM effects"
+	     "pid_start, request, outcome, uid, gid, parent, cancel_ms, pod, timeline FROM effects"
 #define LIST(where) COLS where " ORDER BY created_ms DESC, id LIMIT ?3"
 
 static const char *const stmt_sql[S__MAX] = {
@@ -84,7 +87,8 @@ static const char *const stmt_sql[S__MAX] = {
 		     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
 	/* re-asserting the state (re-adoption after a restart) keeps updated_ms and logs nothing */
 	[S_SET_STATE] = "UPDATE effects SET state = ?3, updated_ms = iif(state = ?3, updated_ms,"
-			" ?4), outcome = coalesce(?5, outcome) WHERE tenant = ?1 AND id = ?2",
+			" ?4), outcome = coalesce(?5, outcome), timeline = coalesce(?6, timeline)"
+			" WHERE tenant = ?1 AND id = ?2",
 	[S_SET_RUNTIME] = "UPDATE effects SET cgroup = ?3, pid = ?4, pid_start = ?5"
 			  " WHERE tenant = ?1 AND id = ?2",
 	[S_GET] = COLS " WHERE tenant = ?1 AND id = ?2",
@@ -153,6 +157,7 @@ void bm_effect_row_clear(struct bm_effect_row *row)
 	free(row->request_json);
 	free(row->outcome_json);
 	free(row->pod_json);
+	free(row->timeline);
 	memset(row, 0, sizeof(*row));
 }
 
@@ -238,7 +243,13 @@ static int fill_row(sqlite3_stmt *s, struct bm_effect_row *r, bool own)
 	r->request_json = own ? strdup(req) : (char *)req;
 	r->outcome_json = own && out ? strdup(out) : (char *)out;
 	r->pod_json = own && pod ? strdup(pod) : (char *)pod;
-	if (own && (!r->request_json || (out && !r->outcome_json) || (pod && !r->pod_json))) {
+	/* rows lent to bm_store__list's fn go without it: what reads one by one shows it */
+	r->timeline_len = own ? (size_t)sqlite3_column_bytes(s, 17) : 0;
+	r->timeline = r->timeline_len ? malloc(r->timeline_len) : NULL;
+	if (r->timeline)
+		memcpy(r->timeline, sqlite3_column_blob(s, 17), r->timeline_len);
+	if (own && (!r->request_json || (out && !r->outcome_json) || (pod && !r->pod_json) ||
+		    (r->timeline_len && !r->timeline))) {
 		bm_effect_row_clear(r);
 		return -ENOMEM;
 	}
@@ -262,9 +273,9 @@ int bm_store__get(struct bm_store *st, const char *tenant, const char *id,
 	return ret;
 }
 
-/* transition and finish; outcome NULL keeps the stored one */
+/* transition and finish; outcome (timeline) NULL keeps the stored one */
 static int set_state(struct bm_store *st, const char *tenant, const char *id, enum bm_state to,
-		     int64_t at_ms, const char *outcome)
+		     int64_t at_ms, const char *outcome, const void *tl, size_t tl_len)
 {
 	sqlite3_stmt *s;
 
@@ -273,22 +284,24 @@ static int set_state(struct bm_store *st, const char *tenant, const char *id, en
 	s = st->stmt[S_SET_STATE];
 	/* effects_final refuses to touch an ended effect: -EINVAL */
 	return run_bound(s, bind_key(s, tenant, id) ?: bind_text(s, 3, bm_state_name(to)) ?:
-			    bind_i64(s, 4, at_ms) ?: bind_text(s, 5, outcome)) ?:
+			    bind_i64(s, 4, at_ms) ?: bind_text(s, 5, outcome) ?:
+			    sqlite3_bind_blob64(s, 6, tl_len ? tl : NULL, tl_len, SQLITE_STATIC)) ?:
 	       sqlite3_changes(st->db) ? 0 : -ENOENT;
 }
 
 int bm_store__transition(struct bm_store *st, const char *tenant, const char *id, enum bm_state to,
 			 int64_t at_ms)
 {
-	return set_state(st, tenant, id, to, at_ms, NULL);
+	return set_state(st, tenant, id, to, at_ms, NULL, NULL, 0);
 }
 
 int bm_store__finish(struct bm_store *st, const char *tenant, const char *id,
-		     const char *outcome_json, enum bm_state final, int64_t at_ms)
+		     const char *outcome_json, const void *timeline, size_t timeline_len,
+		     enum bm_state final, int64_t at_ms)
 {
 	if (!outcome_json || !bm_state_final(final))
 		return -EINVAL;
-	return set_state(st, tenant, id, final, at_ms, outcome_json);
+	return set_state(st, tenant, id, final, at_ms, outcome_json, timeline, timeline_len);
 }
 
 static int exec_sql(struct bm_store *st, const char *sql)

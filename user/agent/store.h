@@ -22,7 +22,7 @@
 
 /* PRAGMA application_id ("bmst") and user_version of the schema this build writes */
 #define BM_STORE_APPLICATION_ID 1651340148
-#define BM_STORE_SCHEMA_VERSION 3
+#define BM_STORE_SCHEMA_VERSION 4
 
 enum bm_state {
 	BM_ST_QUEUED,
@@ -60,6 +60,8 @@ struct bm_effect_row {
 	char *request_json;		/* the validated request, canonical JSON (owned) */
 	char *outcome_json;		/* burstmeter.outcome/v1, NULL until it ended (owned) */
 	char *pod_json;			/* {"uid", "container", "qos", "dir"}: whose call it is; NULL */
+	void *timeline;			/* the outcome's timeline packed (agent/timeline.h), or NULL: */
+	size_t timeline_len;		/* bm_store__get's only (owned) */
 };
 
 struct bm_store;
@@ -94,11 +96,12 @@ int bm_store__transition(struct bm_store *st, const char *tenant, const char *id
 int bm_store__set_runtime(struct bm_store *st, const char *tenant, const char *id, const char *cgroup,
 			  int64_t pid, uint64_t pid_start);
 /*
- * Store the outcome (must be valid JSON: checked by SQLite's json_valid) and move to final state.
- * -EINVAL if `final` is not final, the JSON is invalid or the effect already ended.
+ * Store the outcome (must be valid JSON: checked by SQLite's json_valid) and its timeline,
+ * packed (timeline_len 0: none), and move to final state. -EINVAL if `final` is not final,
+ * the JSON is invalid or the effect already ended.
  */
 int bm_store__finish(struct bm_store *st, const char *tenant, const char *id, const char *outcome_json,
-		     enum bm_state final, int64_t at_ms);
+		     const void *timeline, size_t timeline_len, enum bm_state final, int64_t at_ms);
 /*
  * One transaction for several writes (outcomes: a commit each was a third
  * of the agent's work when thousands of effects ended at once). When a

@@ -669,11 +669,14 @@ json_t *ag_pressure_json(struct bm_agent *a, bool names)
 	json_t *j, *tt, *te;
 	unsigned int i;
 
-	j = json_pack("{s:b, s:f, s:f, s:I, s:s, s:I}", "over", p->over_cpu || p->over_mem,
-		      "cpu_some_avg10", p->cpu_avg10, "cpu_some_1s", p->cpu_now,
+	/* room: whether the node's pressure lets an effect start now (ag_node_room), and its bounds */
+	j = json_pack("{s:b, s:b, s:f, s:f, s:I, s:s, s:I, s:f, s:I, s:s}", "over", p->over_cpu || p->over_mem,
+		      "room", ag_node_room(a), "cpu_some_avg10", p->cpu_avg10, "cpu_some_1s", p->cpu_now,
 		      "mem_available_bytes", (json_int_t)p->mem_available, "action",
 		      a->cfg.pressure_action == BM_PRESSURE_THROTTLE_TOP ? "throttle_top" : "pause",
-		      "episodes", (json_int_t)p->episodes);
+		      "episodes", (json_int_t)p->episodes, "admit_cpu_pressure", a->cfg.admit_cpu_pressure,
+		      "admit_mem_available_bytes", (json_int_t)a->cfg.admit_mem_available,
+		      "cpu_pressure_file", a->cfg.admit_cpu_pressure_file);
 	if (!j || !names)
 		return j;
 	tt = json_array();

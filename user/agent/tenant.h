@@ -24,8 +24,8 @@ struct ag_tenant_count *ag_tenant_of(struct bm_agent *a, struct ag_effect *e);
 
 /*
  * A read of e's meter m, closed up to now_win: the flows of the windows
- * before now_win charged to its tenant (CPU-seconds, bytes sent; I/O once
- * the meter has it), and level_bytes, the memory it holds, kept for the
+ * before now_win charged to its tenant (CPU-seconds, bytes sent, bytes read
+ * and written on block devices), and level_bytes, the memory it holds, kept for the
  * tick to charge.
  */
 void ag_tenant_charge(struct bm_agent *a, struct ag_effect *e, const struct bm_meter *m,

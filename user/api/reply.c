@@ -6,6 +6,7 @@
 
 #include "agent/finish.h"
 #include "agent/index.h"
+#include "agent/timeline.h"
 #include "api/api.h"
 #include "base/common.h"
 
@@ -54,6 +55,17 @@ static json_t *transitions_json(struct bm_agent *a, const char *tenant, const ch
 	return arr;
 }
 
+/* A stored outcome as an object, its packed timeline in it again; null if none. */
+static json_t *outcome_json(const char *text, const void *tl, size_t tl_len)
+{
+	json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *t = o && tl_len ? ag_timeline_unpack(tl, tl_len) : NULL;
+
+	if (t)
+		json_object_set_new(o, "timeline", t);
+	return o ? o : json_null();
+}
+
 json_t *ag_row_json(struct bm_agent *a, const struct bm_effect_row *row, bool full)
 {
 	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I}", "id", row->id, "tenant", row->tenant, "tool",
@@ -65,7 +77,7 @@ json_t *ag_row_json(struct bm_agent *a, const struct bm_effect_row *row, bool fu
 	json_object_set_new(j, "cgroup", row->cgroup[0] ? json_string(row->cgroup) : json_null());
 	json_object_set_new(j, "transitions", transitions_json(a, row->tenant, row->id));
 	json_object_set_new(j, "request", json_loads(row->request_json, 0, NULL));
-	json_object_set_new(j, "outcome", row->outcome_json ? json_loads(row->outcome_json, 0, NULL) : json_null());
+	json_object_set_new(j, "outcome", outcome_json(row->outcome_json, row->timeline, row->timeline_len));
 	return j;
 }
 
@@ -85,7 +97,8 @@ json_t *ag_effect_json(struct bm_agent *a, const char *tenant, const char *id)
 	left = j && !final ? ag_remains_find(a, tenant, id) : NULL;
 	if (left && left->unstored) {
 		json_object_set_new(j, "state", json_string(bm_state_name(left->unstored_state)));
-		json_object_set_new(j, "outcome", json_loads(left->unstored, 0, NULL));
+		json_object_set_new(j, "outcome", outcome_json(left->unstored, left->unstored_tl,
+							       left->unstored_tl_len));
 	}
 	/* who it runs as, while it is the agent's: what an attached process takes (`run --non-root`) */
 	live = j && !final ? ag_find(a, tenant, id) : NULL;

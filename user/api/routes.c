@@ -25,6 +25,7 @@
 #include "agent/tenant.h"
 #include "api/api.h"
 #include "base/common.h"
+#include "effect/sandbox.h"
 
 struct caller {
 	pid_t pid;
@@ -284,8 +285,9 @@ static enum MHD_Result health(const struct call *k)
 
 	/* who caused the node's pressure names other tenants: for the operator only */
 	return ag_api_reply(k->c, MHD_HTTP_OK,
-			    json_pack("{s:s, s:i, s:i, s:b, s:{s:b, s:b, s:s}, s:o}", "status",
-				      "ok", "running", a->running, "queued", a->queue.n, "adopted",
+			    json_pack("{s:s, s:i, s:i, s:i, s:i, s:b, s:{s:b, s:b, s:s}, s:o}", "status",
+				      "ok", "running", a->running, "queued", a->queue.n, "max_running",
+				      (int)a->cfg.max_running, "max_queued", (int)a->cfg.max_queued, "adopted",
 				      bm_loader__adopted(a->loader), "meter", "cgroup_storage",
 				      f->cgrp_storage, "tick", f->tick, "net",
 				      bm_net_source_name(f->net), "pressure",
@@ -329,15 +331,26 @@ static enum MHD_Result report_exit(const struct call *k)
 {
 	struct ag_effect *e = ag_find(k->api->a, k->who->tenant, k->id);
 	json_t *body = k->cc->body ? json_loads(k->cc->body, JSON_REJECT_DUPLICATES, NULL) : NULL;
-	json_t *ws = json_object_get(body, "wait_status");
+	json_t *ws = json_object_get(body, "wait_status"), *en = json_object_get(body, "enforcement");
+	struct bm_sandbox_enf caller;
+	const char *bad = NULL;
+	char why[160];
 	int err;
 
-	err = !json_is_integer(ws) || json_object_size(body) != 1 ? -EINVAL
-	      : !e ? -EALREADY : ag_exit(k->api->a, e, (int)json_integer_value(ws));
+	/* what the caller made of the sandbox (its namespaces, its identity): its word, said so */
+	err = !json_is_integer(ws) || json_object_size(body) != 1u + !!en ? -EINVAL
+	      : en && bm_sandbox_enf_parse(en, &caller, &bad) ? -EINVAL
+	      : !e ? -EALREADY : ag_exit(k->api->a, e, (int)json_integer_value(ws), en ? &caller : NULL);
+	if (err == -EINVAL && bad)
+		snprintf(why, sizeof(why), "enforcement.%.64s: not a part of the sandbox, or not a "
+			 "string of at most %d printable bytes", bad, BM_SBX_MECH_LEN - 1);
 	json_decref(body);
+	if (err == -EINVAL && bad)
+		return ag_api_error(k->c, MHD_HTTP_BAD_REQUEST, why);
 	if (err == -EINVAL)
 		return ag_api_error(k->c, MHD_HTTP_BAD_REQUEST,
-				    "expected {\"wait_status\": N} for an attached effect");
+				    "expected {\"wait_status\": N} for an attached effect (and its "
+				    "\"enforcement\", if any)");
 	if (err)
 		return ag_api_error(k->c, MHD_HTTP_CONFLICT, "the effect has ended");
 	return ag_api_reply(k->c, MHD_HTTP_ACCEPTED, ag_effect_json(k->api->a, k->who->tenant, k->id), 0);

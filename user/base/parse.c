@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/common.h"
 #include "base/parse.h"
 
 /*
@@ -161,4 +162,116 @@ bool bm_valid_name(const char *s)
 		return false;
 	n = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-");
 	return n == strlen(s) && n <= BM_NAME_MAX;
+}
+
+static const struct unit k8s_suffixes[] = {
+	{ "", 1 }, { "Ki", 1ULL << 10 }, { "Mi", 1ULL << 20 }, { "Gi", 1ULL << 30 },
+	{ "Ti", 1ULL << 40 }, { "Pi", 1ULL << 50 }, { "Ei", 1ULL << 60 },
+	{ NULL, 0 },
+};
+/* the decimal suffixes as powers of ten (m = 10^-3) */
+static const struct {
+	const char *name;
+	int exp10;
+} k8s_decimal[] = {
+	{ "m", -3 }, { "k", 3 }, { "M", 6 }, { "G", 9 }, { "T", 12 }, { "P", 15 }, { "E", 18 },
+};
+
+#define K8S_DIGITS_MAX 30	/* significant digits kept exact (10^30 < 2^128 / 2^64) */
+#define U128_MAX (~(unsigned __int128)0)
+
+/* An exponent's "[+-]digits", the whole rest of the string: 0 or -EINVAL/-ERANGE. */
+static int k8s_exponent(const char *p, int *exp)
+{
+	int sign = 1, v = 0;
+
+	if (*p == '+' || *p == '-')
+		sign = *p++ == '-' ? -1 : 1;
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++)
+		if ((v = v * 10 + (*p - '0')) > 1000)
+			return -ERANGE;
+	if (*p)
+		return -EINVAL;
+	*exp = sign * v;
+	return 0;
+}
+
+int bm_parse_k8s_quantity(const char *s, uint64_t scale, uint64_t min, uint64_t max,
+			  uint64_t *out)
+{
+	unsigned __int128 v = 0, mul = scale;
+	bool dot = false, any = false, rest = false;
+	int exp10 = 0, digits = 0, err, e;
+	const struct unit *u;
+	const char *p = s;
+	size_t i;
+
+	if (!s)
+		return -EINVAL;
+	if (*p == '+')
+		p++;
+	/* the digits as one integer v, times 10^exp10: "1.25" is 125e-2 */
+	for (; (*p >= '0' && *p <= '9') || (*p == '.' && !dot); p++) {
+		if (*p == '.') {
+			dot = true;
+			continue;
+		}
+		any = true;
+		if (digits == K8S_DIGITS_MAX) {
+			if (!dot)
+				return -ERANGE;		/* 10^30 or more */
+			rest |= *p != '0';		/* a fraction digit past those kept */
+			continue;
+		}
+		v = v * 10 + (*p - '0');
+		digits += v != 0;
+		exp10 -= dot;
+	}
+	if (!any)
+		return -EINVAL;
+	u = find_unit(k8s_suffixes, p);
+	for (i = 0; !u && i < BM_ARRAY_SIZE(k8s_decimal); i++)
+		if (!strcmp(p, k8s_decimal[i].name))
+			break;
+	if (u) {
+		mul *= u->scale;
+	} else if (i < BM_ARRAY_SIZE(k8s_decimal)) {
+		exp10 += k8s_decimal[i].exp10;
+	} else if (*p == 'e' || *p == 'E') {
+		err = k8s_exponent(p + 1, &e);
+		if (err)
+			return err;
+		exp10 += e;
+	} else {
+		return -EINVAL;
+	}
+	if (v && mul > U128_MAX / v)
+		return -ERANGE;
+	v *= mul;
+	for (; v && exp10 > 0; exp10--) {
+		if (v > U128_MAX / 10)
+			return -ERANGE;
+		v *= 10;
+	}
+	/* divided down, rounded up: any digit dropped makes it one more */
+	for (; v && exp10 < 0; exp10++) {
+		rest |= v % 10 != 0;
+		v /= 10;
+	}
+	v += rest;
+	if (v > UINT64_MAX)
+		return -ERANGE;
+	return in_range((uint64_t)v, min, max, out);
+}
+
+int bm_parse_k8s_bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	return bm_parse_k8s_quantity(s, 1, min, max, out);
+}
+
+int bm_parse_k8s_cpu(const char *s, uint64_t min_milli, uint64_t max_milli, uint64_t *out)
+{
+	return bm_parse_k8s_quantity(s, 1000, min_milli, max_milli, out);
 }

@@ -31,6 +31,22 @@ int bm_parse_cores(const char *s, uint64_t min_milli, uint64_t max_milli, uint64
 /* A plain decimal ("0.5", "12", "2.125"), no unit, in thousandths: out in [min, max]. */
 int bm_parse_milli(const char *s, uint64_t min_milli, uint64_t max_milli, uint64_t *out);
 
+/*
+ * A Kubernetes quantity, exactly as the API server reads one
+ * (resource.Quantity): a decimal number ("2", "1.5", ".5", "2."), then
+ * nothing, a binary suffix (Ki Mi Gi Ti Pi Ei: powers of 1024), a decimal
+ * one (m k M G T P E: powers of 1000, m a thousandth) or an exponent
+ * ("1e9", "5E-3"). So "2G" is 2000000000 and "2Gi" 2147483648. out is the
+ * quantity times scale, rounded up where it is not whole (as the API server
+ * rounds a pod's bytes and millicores up), in [min, max]. No sign but '+'.
+ */
+int bm_parse_k8s_quantity(const char *s, uint64_t scale, uint64_t min, uint64_t max,
+			  uint64_t *out);
+/* A Kubernetes quantity of bytes (scale 1): "2Gi", "2G", "1e9", "512Mi". */
+int bm_parse_k8s_bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* A Kubernetes quantity of CPU in millicores (scale 1000): "500m", "2", "1.5", "1e-3". */
+int bm_parse_k8s_cpu(const char *s, uint64_t min_milli, uint64_t max_milli, uint64_t *out);
+
 /* An id or tenant: [A-Za-z0-9._-]{1,64}, not starting with '.' ("." and ".." are paths). */
 bool bm_valid_name(const char *s);
 

@@ -15,21 +15,40 @@
 #include "base/common.h"
 #include "cli/advise.h"
 
-enum fig { F_CPU, F_MEM, F_PIDS, F_NET, F_WALL, F__MAX };
-
-/* What is read of each run: its peak (wall time), the ceiling reason that stops it, the limit. */
-static const struct {
-	const char *key, *sect, *reason, *limit;
-} figs[F__MAX] = {
-	[F_CPU] = { "cpu_cores", "peak", "cpu_ceiling", "cpu_cores" },
-	[F_MEM] = { "memory_bytes", "peak", "memory_ceiling", "memory_bytes" },
-	[F_PIDS] = { "pids", "peak", "pids_ceiling", "pids" },
-	[F_NET] = { "net_tx_bytes_per_s", "peak", "net_ceiling", NULL },
-	[F_WALL] = { "wall_seconds", NULL, "deadline", "timeout_seconds" },
+enum fig {
+	F_CPU, F_MEM, F_PIDS, F_NET, F_WALL, F_IO_READ, F_IO_WRITE, F_IO_OPS, F_DIRTY, F_NET_TOTAL, F_STORAGE,
+	F__MAX
 };
 
-/* A CPU ceiling slows a call down, never ends it: a run this close to its limit was held there. */
-#define CPU_AT_CEILING 0.95
+/*
+ * What is read of each run: the figure's name in the report, where it is in
+ * the outcome, the ceiling reason that stops it, the limit. held: a limit
+ * that slows a run down (cpu.max, io.max), never ends it: a run this close
+ * to it was held there. A policy's I/O level is reads plus writes, its
+ * io_ceiling the read or the write figure, whichever was the larger.
+ */
+static const struct {
+	const char *name, *key, *sect, *reason, *limit;
+	bool held;
+} figs[F__MAX] = {
+	[F_CPU] = { "cpu_cores", "cpu_cores", "peak", "cpu_ceiling", "cpu_cores", true },
+	[F_MEM] = { "memory_bytes", "memory_bytes", "peak", "memory_ceiling", "memory_bytes" },
+	[F_PIDS] = { "pids", "pids", "peak", "pids_ceiling", "pids" },
+	[F_NET] = { "net_tx_bytes_per_s", "net_tx_bytes_per_s", "peak", "net_ceiling", NULL },
+	[F_WALL] = { "wall_seconds", "wall_seconds", NULL, "deadline", "timeout_seconds" },
+	[F_IO_READ] = { "io_read_bytes_per_s", "io_read_bytes_per_s", "peak", "io_ceiling", "io_read_bps", true },
+	[F_IO_WRITE] = { "io_write_bytes_per_s", "io_write_bytes_per_s", "peak", "io_ceiling", "io_write_bps",
+			 true },
+	[F_IO_OPS] = { "io_ops_per_s", "io_ops_per_s", "peak", NULL, "io_iops", true },
+	[F_DIRTY] = { "dirty_bytes_per_s", "dirty_bytes_per_s", "peak", NULL, NULL },
+	[F_NET_TOTAL] = { "net_tx_bytes", "net_tx_bytes", "totals", NULL, NULL },
+	/* measured only where it had a limit (its /tmp of a size): runs without one are no sample */
+	[F_STORAGE] = { "ephemeral_storage_bytes", "peak_bytes", "storage", "storage_ceiling",
+			"ephemeral_storage_bytes" },
+};
+
+/* A held limit (figs[].held): a run this close to it was held there. */
+#define HELD_AT_CEILING 0.95
 
 struct vec {
 	double *v;
@@ -97,29 +116,33 @@ static double num(const json_t *o, const char *sect, const char *key)
 	return json_number_value(json_object_get(sect ? json_object_get(o, sect) : o, key));
 }
 
-/* The ceiling a run was stopped at: the outcome's limit, else the highest threshold its actions name. */
-static double ceiling_of(const json_t *o, int f)
+/*
+ * The ceiling a run was stopped at: the outcome's limit, else the highest
+ * threshold its actions name; for a policy's I/O level (io_ceiling: not
+ * io.max, which is a limit) the actions' first.
+ */
+static double ceiling_of(const json_t *o, int f, bool by_reason)
 {
-	double at = figs[f].limit ? num(o, "limits", figs[f].limit) : 0;
+	double at = figs[f].limit ? num(o, "limits", figs[f].limit) : 0, act = 0;
 	const json_t *x;
 	size_t i;
 
-	if (at > 0)
-		return at;
 	json_array_foreach(json_object_get(o, "actions"), i, x)
-		if (!strcmp(json_string_value(json_object_get(x, "reason")) ?: "", figs[f].reason) &&
-		    num(x, NULL, "threshold") > at)
-			at = num(x, NULL, "threshold");
-	return at;
+		if (!strcmp(json_string_value(json_object_get(x, "reason")) ?: "", figs[f].reason ?: "") &&
+		    num(x, NULL, "threshold") > act)
+			act = num(x, NULL, "threshold");
+	if (by_reason && (f == F_IO_READ || f == F_IO_WRITE) && act > 0)
+		return act;
+	return at > 0 ? at : act;
 }
 
 static int take_run(struct group *g, const json_t *o)
 {
 	const char *reason = json_string_value(json_object_get(json_object_get(o, "termination"), "reason"));
-	json_t *n = json_object_get(g->reasons, reason ? reason : "unknown");
-	double lim;
+	json_t *n = json_object_get(g->reasons, reason ? reason : "unknown"), *v;
+	double lim, peak;
 	int f, err = 0;
-	bool hit;
+	bool hit, by_reason;
 
 	g->runs++;
 	if (json_object_set_new(g->reasons, reason ? reason : "unknown",
@@ -129,15 +152,23 @@ static int take_run(struct group *g, const json_t *o)
 	if (num(o, "totals", "windows") < 1)
 		return 0;
 	for (f = 0; f < F__MAX && !err; f++) {
-		err = push(&g->fig[f], num(o, figs[f].sect, figs[f].key));
+		v = json_object_get(figs[f].sect ? json_object_get(o, figs[f].sect) : o, figs[f].key);
+		if (f == F_STORAGE && !json_is_number(v))
+			continue;
+		peak = json_number_value(v);
+		err = push(&g->fig[f], peak);
 		lim = figs[f].limit ? num(o, "limits", figs[f].limit) : 0;
-		hit = reason && !strcmp(reason, figs[f].reason);
-		if (f == F_CPU && lim > 0 && num(o, "peak", "cpu_cores") >= CPU_AT_CEILING * lim)
-			hit = true;
+		by_reason = reason && figs[f].reason && !strcmp(reason, figs[f].reason);
+		/* reads plus writes: the larger of the two was what crossed */
+		if (by_reason && f == F_IO_READ)
+			by_reason = peak > num(o, "peak", figs[F_IO_WRITE].key);
+		else if (by_reason && f == F_IO_WRITE)
+			by_reason = peak >= num(o, "peak", figs[F_IO_READ].key);
+		hit = by_reason || (figs[f].held && lim > 0 && peak >= HELD_AT_CEILING * lim);
 		if (!hit)
 			continue;
 		g->hits[f]++;
-		lim = ceiling_of(o, f);
+		lim = ceiling_of(o, f, by_reason);
 		g->hit_at[f] = lim > g->hit_at[f] ? lim : g->hit_at[f];
 	}
 	err = err ?: push(&g->avg_cpu, num(o, "average", "cpu_cores"));
@@ -181,7 +212,8 @@ static double pct(const struct vec *a, double p)
 
 static json_t *number(double v, int f)
 {
-	return f == F_MEM || f == F_PIDS ? json_integer((json_int_t)v) : json_real(v);
+	return f == F_MEM || f == F_PIDS || f == F_NET_TOTAL || f == F_STORAGE ? json_integer((json_int_t)v)
+										 : json_real(v);
 }
 
 static json_t *fig_json(struct group *g, int f)
@@ -214,6 +246,7 @@ static bool censored(const struct group *g, int f)
 
 struct rec {
 	uint64_t cpu_lim, cpu_req, mem_lim, mem_req, pids, timeout_s;	/* 0: unknown */
+	uint64_t io_read_bps, io_write_bps, io_iops, storage;		/* 0: unknown or none used */
 	json_t *notes;
 };
 
@@ -248,6 +281,16 @@ static void recommend(const struct group *g, struct rec *r)
 		r->pids = round_up(pct(&g->fig[F_PIDS], 99) * BM_ADVISE_HEADROOM, 1);
 	if (!censored(g, F_WALL))
 		r->timeout_s = round_up(pct(&g->fig[F_WALL], 99) * BM_ADVISE_HEADROOM, 1);
+	/* I/O and storage only where the runs did any: a limit on none is no advice */
+	if (!censored(g, F_IO_READ) && pct(&g->fig[F_IO_READ], 99) > 0)
+		r->io_read_bps = round_up(pct(&g->fig[F_IO_READ], 99) * BM_ADVISE_HEADROOM, MIB);
+	if (!censored(g, F_IO_WRITE) && pct(&g->fig[F_IO_WRITE], 99) > 0)
+		r->io_write_bps = round_up(pct(&g->fig[F_IO_WRITE], 99) * BM_ADVISE_HEADROOM, MIB);
+	if (!censored(g, F_IO_OPS) && pct(&g->fig[F_IO_OPS], 99) > 0)
+		r->io_iops = round_up(pct(&g->fig[F_IO_OPS], 99) * BM_ADVISE_HEADROOM, 1);
+	r->io_iops = r->io_iops > 1000000 ? 1000000 : r->io_iops;
+	if (g->fig[F_STORAGE].n && !censored(g, F_STORAGE) && pct(&g->fig[F_STORAGE], 99) > 0)
+		r->storage = round_up(pct(&g->fig[F_STORAGE], 99) * BM_ADVISE_HEADROOM, 16 * MIB);
 	/* a request above its limit could never be granted */
 	r->cpu_req = r->cpu_lim && r->cpu_req > r->cpu_lim ? r->cpu_lim : r->cpu_req;
 	r->mem_req = r->mem_lim && r->mem_req > r->mem_lim ? r->mem_lim : r->mem_req;
@@ -264,6 +307,10 @@ static void recommend(const struct group *g, struct rec *r)
 	note_hits(r, g, F_PIDS, "pids", " tasks", 1);
 	note_hits(r, g, F_WALL, "timeout", " s", 1);
 	note_hits(r, g, F_NET, "net", " B/s", 1);
+	note_hits(r, g, F_IO_READ, "io read", " MiB/s", MIB);
+	note_hits(r, g, F_IO_WRITE, "io write", " MiB/s", MIB);
+	note_hits(r, g, F_IO_OPS, "io ops", " ops/s", 1);
+	note_hits(r, g, F_STORAGE, "ephemeral storage", " MiB", MIB);
 }
 
 /* The same figures as `run` flags, the request's sandbox and the pod's resources. */
@@ -292,6 +339,22 @@ static json_t *forms(const struct rec *r)
 		FLAG("--timeout", "%llu", (unsigned long long)r->timeout_s);
 		json_object_set_new(sb, "timeout_seconds", json_integer((json_int_t)r->timeout_s));
 	}
+	if (r->io_read_bps) {
+		FLAG("--io-read-bps", "%lluM", (unsigned long long)(r->io_read_bps / MIB));
+		json_object_set_new(sb, "io_read_bps", json_string(bm_k8s_bytes(r->io_read_bps, b, sizeof(b))));
+	}
+	if (r->io_write_bps) {
+		FLAG("--io-write-bps", "%lluM", (unsigned long long)(r->io_write_bps / MIB));
+		json_object_set_new(sb, "io_write_bps", json_string(bm_k8s_bytes(r->io_write_bps, b, sizeof(b))));
+	}
+	if (r->io_iops) {
+		FLAG("--io-iops", "%llu", (unsigned long long)r->io_iops);
+		json_object_set_new(sb, "io_iops", json_integer((json_int_t)r->io_iops));
+	}
+	if (r->storage) {
+		FLAG("--tmp-size", "%lluM", (unsigned long long)(r->storage / MIB));
+		json_object_set_new(sb, "max_ephemeral_storage", json_string(bm_k8s_bytes(r->storage, b, sizeof(b))));
+	}
 #undef FLAG
 	if (r->cpu_req) {
 		json_object_set_new(sb, "cpu_request", json_string(bm_k8s_cpu(r->cpu_req, b, sizeof(b))));
@@ -303,9 +366,10 @@ static json_t *forms(const struct rec *r)
 		json_object_set_new(req, "memory", json_string(b));
 	}
 	/* the pod: what `burstmeter podspec` reads of the sandbox (no pids field; a run's own deadline) */
-	return json_pack("{s:o, s:o, s:{s:o, s:o, s:[s, s, s, s]}}", "run_flags", flags, "sandbox", sb,
+	return json_pack("{s:o, s:o, s:{s:o, s:o, s:[s, s, s, s, s]}}", "run_flags", flags, "sandbox", sb,
 			 "pod", "requests", req, "limits", lim, "podspec_fields", "sandbox.cpu_request",
-			 "sandbox.cpu_limit", "sandbox.memory_request", "sandbox.memory_limit");
+			 "sandbox.cpu_limit", "sandbox.memory_request", "sandbox.memory_limit",
+			 "sandbox.max_ephemeral_storage");
 }
 
 static json_t *opt_int(uint64_t v)
@@ -321,20 +385,23 @@ static json_t *group_json(struct group *g)
 
 	/* fig_json() sorts each dimension's values: recommend() reads them sorted */
 	for (f = 0; f < F__MAX; f++)
-		json_object_set_new(dims, figs[f].key, fig_json(g, f));
+		json_object_set_new(dims, figs[f].name, fig_json(g, f));
 	if (g->avg_cpu.n) {
 		qsort(g->avg_cpu.v, g->avg_cpu.n, sizeof(double), cmp_double);
 		qsort(g->avg_mem.v, g->avg_mem.n, sizeof(double), cmp_double);
 	}
 	recommend(g, &r);
-	rec = json_pack("{s:s, s:I, s:{s:o, s:o}, s:{s:o, s:o}, s:o, s:o, s:o}", "method",
+	rec = json_pack("{s:s, s:I, s:{s:o, s:o}, s:{s:o, s:o}, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "method",
 			"limits: p99 of the runs' peaks (timeout: of their wall time) x 1.25, rounded up "
-			"(CPU 0.1 core, memory 16 MiB, tasks 1, 1 s); requests: p95 of their averages, "
-			"rounded up (CPU 0.01 core, memory 4 MiB)", "runs", (json_int_t)g->fig[F_CPU].n,
+			"(CPU 0.1 core, memory 16 MiB, tasks 1, 1 s, I/O 1 MiB/s and 1 op/s, storage 16 MiB); "
+			"requests: p95 of their averages, rounded up (CPU 0.01 core, memory 4 MiB)",
+			"runs", (json_int_t)g->fig[F_CPU].n,
 			"cpu_milli", "limit", opt_int(r.cpu_lim), "request", opt_int(r.cpu_req),
 			"memory_bytes", "limit", opt_int(r.mem_lim), "request", opt_int(r.mem_req),
-			"pids_limit", opt_int(r.pids), "timeout_seconds", opt_int(r.timeout_s), "notes",
-			r.notes);
+			"pids_limit", opt_int(r.pids), "timeout_seconds", opt_int(r.timeout_s),
+			"io_read_bps", opt_int(r.io_read_bps), "io_write_bps", opt_int(r.io_write_bps),
+			"io_iops", opt_int(r.io_iops), "max_ephemeral_storage_bytes", opt_int(r.storage),
+			"notes", r.notes);
 	if (rec)
 		json_object_update_new(rec, forms(&r));
 	o = json_pack("{s:s, s:I, s:O, s:o, s:o}", "tool", g->tool, "runs", (json_int_t)g->runs, "reasons",

@@ -3,12 +3,15 @@
  * `burstmeter advise`: what each tool kind used, from the store's outcomes,
  * and the ceilings and requests to give it. Per tool kind: the runs, their
  * endings, p50/p95/p99/max of each dimension's peak and of the duration,
- * how often each ceiling was hit; then recommendations as `run` flags, the
+ * how often each ceiling was hit (io_ceiling and storage_ceiling too, and
+ * a run held at its cpu or io.max limit); then recommendations as `run` flags, the
  * request's sandbox and the pod's resources, each with the runs behind it.
  *
  *   limit   = p99 of the runs' peaks (duration: of their wall time) x 1.25,
  *             rounded up (CPU to 0.1 core, memory to 16 MiB, tasks to 1,
- *             the timeout to 1 s)
+ *             the timeout to 1 s, I/O read and write to 1 MiB/s, I/O ops
+ *             to 1/s, ephemeral storage to 16 MiB; those last only where
+ *             the runs did any I/O or had a /tmp of a size to measure)
  *   request = p95 of the runs' averages (CPU cores, resident memory),
  *             rounded up the same way, never above the limit
  *

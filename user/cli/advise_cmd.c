@@ -27,6 +27,8 @@ static const char usage[] =
 "Limits are the p99 of the runs' peaks (the timeout: of their wall time) x 1.25,\n"
 "rounded up; requests the p95 of their averages. Where 1% of the runs or more hit a\n"
 "ceiling, what they needed above it is unknown: no limit is recommended for it.\n"
+"I/O (--io-read-bps, --io-write-bps, --io-iops; the sandbox's io_*) and /tmp's size\n"
+"(--tmp-size, max_ephemeral_storage) are advised only for runs that did any.\n"
 "\n"
 "EXAMPLES\n"
 "  burstmeter advise\n"
@@ -56,9 +58,9 @@ static const char *fig_text(const char *key, const json_t *v, char *buf, size_t 
 
 	if (json_is_null(v))
 		snprintf(buf, len, "-");
-	else if (!strcmp(key, "memory_bytes") || !strcmp(key, "net_tx_bytes_per_s"))
+	else if (strstr(key, "bytes"))
 		bytes(x, buf, len);
-	else if (!strcmp(key, "pids"))
+	else if (!strcmp(key, "pids") || !strcmp(key, "io_ops_per_s"))
 		snprintf(buf, len, "%.0f", x);
 	else
 		snprintf(buf, len, "%.2f", x);
@@ -71,12 +73,12 @@ static void print_dims(FILE *f, const json_t *dims)
 	const char *key;
 	json_t *d;
 
-	fprintf(f, "  %-20s %6s %9s %9s %9s %9s  %s\n", "peak", "runs", "p50", "p95", "p99", "max",
+	fprintf(f, "  %-23s %6s %9s %9s %9s %9s  %s\n", "peak", "runs", "p50", "p95", "p99", "max",
 		"ceiling hits");
 	json_object_foreach((json_t *)dims, key, d) {
 		json_t *hits = json_object_get(d, "ceiling_hits"), *at = json_object_get(d, "ceiling");
 
-		fprintf(f, "  %-20s %6lld %9s %9s %9s %9s  %lld", key,
+		fprintf(f, "  %-23s %6lld %9s %9s %9s %9s  %lld", key,
 			(long long)json_integer_value(json_object_get(d, "runs")),
 			fig_text(key, json_object_get(d, "p50"), a[0], sizeof(a[0])),
 			fig_text(key, json_object_get(d, "p95"), a[1], sizeof(a[1])),
@@ -105,8 +107,8 @@ static void print_recommend(FILE *f, const json_t *r)
 	fprintf(f, "%s\n", json_array_size(flags) ? "" : "(none: see the notes)");
 	fprintf(f, "    sandbox   %s\n", sb ? sb : "{}");
 	fprintf(f, "    pod       requests %s, limits %s (burstmeter podspec reads them from "
-		"sandbox.cpu_request, cpu_limit, memory_request, memory_limit)\n", req ? req : "{}",
-		lim ? lim : "{}");
+		"sandbox.cpu_request, cpu_limit, memory_request, memory_limit; its /tmp's sizeLimit from "
+		"max_ephemeral_storage)\n", req ? req : "{}", lim ? lim : "{}");
 	json_array_foreach(json_object_get(r, "notes"), i, x)
 		fprintf(f, "    note      %s\n", json_string_value(x));
 	free(sb);

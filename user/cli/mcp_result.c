@@ -5,12 +5,49 @@
 
 #include "cli/mcp_result.h"
 
+/*
+ * The outcome's advice names `burstmeter run`'s flags; a caller of the tool
+ * sets its own arguments instead: the same words in those terms.
+ */
+static void mcp_advice(json_t *retry)
+{
+	static const char *const words[][2] = {
+		{ "--pids", "limits.pids" }, { "--memory", "limits.memory" }, { "--cpu", "limits.cpu" },
+		{ "--timeout", "timeout_seconds" },
+	};
+	const char *a = json_string_value(json_object_get(retry, "advice")), *p;
+	char buf[1024];
+	size_t i, n = 0, w;
+
+	if (!a || !strstr(a, "--"))
+		return;
+	for (p = a; *p && n + 1 < sizeof(buf);) {
+		for (i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+			w = strlen(words[i][0]);
+			if (!strncmp(p, words[i][0], w) && !(p[w] == '-' || (p[w] >= 'a' && p[w] <= 'z')))
+				break;
+		}
+		if (i < sizeof(words) / sizeof(words[0])) {
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s", words[i][1]);
+			p += strlen(words[i][0]);
+		} else {
+			buf[n++] = *p++;
+		}
+	}
+	if (n >= sizeof(buf))
+		return;
+	buf[n] = '\0';
+	json_object_set_new(retry, "advice", json_string(buf));
+}
+
 json_t *bm_mcp_outcome_brief(const json_t *outcome)
 {
 	json_t *o = json_deep_copy(outcome);
 
 	json_object_del(o, "histograms");
 	json_object_del(o, "timeline");
+	if (json_is_object(json_object_get(o, "retry")))
+		mcp_advice(json_object_get(o, "retry"));
 	return o;
 }
 
@@ -81,19 +118,24 @@ json_t *bm_mcp_result_ran(const struct bm_mcp_req *req, const char *via, const c
 	const json_t *ex = json_object_get(outcome, "exit");
 	char summary[1024], *o_text, *e_text;
 	bool o_cut = false, e_cut = false;
-	json_t *sc, *r, *brief = with_command(outcome, req->argv);
+	json_t *sc, *r, *retry, *brief = with_command(outcome, req->argv);
 
 	bm_mcp_summary(brief, summary, sizeof(summary));
 	o_text = bm_mcp_out__text(out, &o_cut);
 	e_text = bm_mcp_out__text(err, &e_cut);
-	sc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:O, s:O, s:s, s:s, s:I, s:I, s:b, s:o}", "effect_id",
-		       req->id, "via", via, "state", state, "summary", summary, "reason", reason ? reason : "",
+	retry = json_object_get(brief, "retry");
+	sc = json_pack("{s:s, s:s, s:s, s:s, s:O, s:O, s:s, s:s, s:I, s:I, s:b, s:o}", "effect_id",
+		       req->id, "via", via, "state", state, "summary", summary,
 		       "exit_code", json_object_get(ex, "code") ? json_object_get(ex, "code") : json_null(),
 		       "signal", json_object_get(ex, "signal") ? json_object_get(ex, "signal") : json_null(),
-		       "retry", json_object_get(outcome, "retry") ? json_object_get(outcome, "retry") : json_null(),
 		       "stdout", o_text ? o_text : "", "stderr", e_text ? e_text : "",
 		       "stdout_bytes", (json_int_t)out->total, "stderr_bytes", (json_int_t)err->total,
 		       "truncated", o_cut || e_cut, "outcome", brief);
+	/* what the outcome lacks is left out, not made up: the outputSchema holds every value given */
+	if (sc && reason)
+		json_object_set_new(sc, "reason", json_string(reason));
+	if (sc && json_is_object(retry))
+		json_object_set(sc, "retry", retry);
 	if (sc && json_object_get(outcome, "expect"))
 		json_object_set_new(sc, "expectations", bm_mcp_expect_report(outcome));
 	r = sc ? finish(sc, summary, !reason || strcmp(reason, "completed"), o_text ? o_text : "",

@@ -13,7 +13,10 @@
 #include "cli/mcp_req.h"
 #include "cli/mcp_text.h"
 
-/* The outcome without what only a picture needs (histograms, timeline): a new copy. */
+/*
+ * The outcome without what only a picture needs (histograms, timeline), its
+ * retry advice in the tool's terms (limits.pids, not --pids): a new copy.
+ */
 json_t *bm_mcp_outcome_brief(const json_t *outcome);
 
 /*

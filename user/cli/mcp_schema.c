@@ -4,17 +4,20 @@
  * default dialect) for inputs, and run_command's outputSchema, which every
  * structuredContent it returns conforms to (mcp_result.c).
  */
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "cli/mcp_schema.h"
+#include "effect/outcome.h"
 
 static const char tools_json[] =
 "[{\"name\": \"run_command\", \"title\": \"Run a command, metered\","
 " \"description\": \"Run one command (argv, or a shell line as command) as a metered effect in its own cgroup: "
 "its CPU, memory, tasks and network are metered per 10 ms window in the kernel and held to the limits given. "
 "Returns its stdout and stderr (capped: head and tail) and the outcome: why it ended (termination.reason: "
-"completed, failed, signaled, deadline, memory_ceiling, pids_ceiling, cpu_ceiling, net_ceiling, cancelled, "
-"meter_error), its peaks, and retry advice. The first line says what to change before a retry.\","
+"@REASONS@), its peaks, and retry advice. The first line says what to change before a retry.\","
 " \"inputSchema\": {\"type\": \"object\", \"additionalProperties\": false, \"properties\": {"
 "  \"argv\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"minItems\": 1,"
 "   \"description\": \"the command and its arguments; argv[0] is looked up on PATH\"},"
@@ -50,8 +53,7 @@ static const char tools_json[] =
 "  \"effect_id\": {\"type\": \"string\"}, \"via\": {\"enum\": [\"agent\", \"standalone\"]},"
 "  \"state\": {\"type\": \"string\", \"description\": \"the effect's final state, or refused (it never ran)\"},"
 "  \"summary\": {\"type\": \"string\"},"
-"  \"reason\": {\"enum\": [\"completed\", \"failed\", \"signaled\", \"deadline\", \"memory_ceiling\", \"pids_ceiling\","
-"   \"cpu_ceiling\", \"net_ceiling\", \"cancelled\", \"meter_error\"]},"
+"  \"reason\": {\"enum\": [], \"description\": \"termination.reason; absent when the outcome names none\"},"
 "  \"exit_code\": {\"type\": [\"integer\", \"null\"]}, \"signal\": {\"type\": [\"integer\", \"null\"]},"
 "  \"retry\": {\"type\": \"object\", \"required\": [\"eligible\", \"after_ms\", \"advice\"], \"properties\": {"
 "   \"eligible\": {\"type\": \"boolean\"}, \"after_ms\": {\"type\": \"integer\"}, \"advice\": {\"type\": \"string\"}}},"
@@ -67,7 +69,7 @@ static const char tools_json[] =
 "   \"required\": [\"schema\", \"id\", \"wall_seconds\", \"limits\", \"peak\", \"termination\", \"retry\"],"
 "   \"properties\": {\"schema\": {\"const\": \"burstmeter.outcome/v1\"}, \"wall_seconds\": {\"type\": \"number\"},"
 "    \"peak\": {\"type\": \"object\"}, \"limits\": {\"type\": \"object\"}, \"termination\": {\"type\": \"object\","
-"    \"required\": [\"reason\", \"by\"]}}}}},"
+"    \"required\": [\"by\"], \"properties\": {\"reason\": {\"enum\": []}, \"by\": {\"type\": \"string\"}}}}}}},"
 " \"annotations\": {\"destructiveHint\": true, \"openWorldHint\": true}},"
 "{\"name\": \"get_effect\", \"title\": \"An effect's state and outcome\","
 " \"description\": \"The state of an effect (by its id) and, once it has ended, its outcome.\","
@@ -80,24 +82,73 @@ static const char tools_json[] =
 "  \"id\": {\"type\": \"string\"}}},"
 " \"annotations\": {\"destructiveHint\": true, \"idempotentHint\": true}},"
 "{\"name\": \"node_pressure\", \"title\": \"What admission sees now\","
-" \"description\": \"The node's CPU and memory pressure (PSI avg10), available memory, and the agent's running "
-"and queued effects: what decides whether a new call starts now or waits.\","
+" \"description\": \"Whether a new call starts now or waits, and why: through an agent, what its admission "
+"reads (the node's CPU pressure from its PSI file, over the last 10 s and 1 s, MemAvailable, their bounds, "
+"the effects running and queued, and this tenant's budgets); standalone, this host's PSI and meminfo, "
+"read by the server (nothing queues there).\","
 " \"inputSchema\": {\"type\": \"object\", \"additionalProperties\": false},"
-" \"outputSchema\": {\"type\": \"object\", \"required\": [\"summary\", \"cpu_some_avg10\", \"memory_available_bytes\","
-"  \"agent\"], \"properties\": {\"summary\": {\"type\": \"string\"},"
+" \"outputSchema\": {\"type\": \"object\", \"required\": [\"summary\", \"source\", \"admits\", \"because\"],"
+"  \"properties\": {\"summary\": {\"type\": \"string\"}, \"source\": {\"enum\": [\"agent\", \"standalone\"]},"
+"  \"admits\": {\"type\": \"boolean\"}, \"because\": {\"type\": \"string\"},"
 "  \"cpu_some_avg10\": {\"type\": [\"number\", \"null\"]}, \"cpu_some_avg60\": {\"type\": [\"number\", \"null\"]},"
 "  \"memory_some_avg10\": {\"type\": [\"number\", \"null\"]},"
 "  \"memory_available_bytes\": {\"type\": [\"integer\", \"null\"]}, \"memory_total_bytes\": {\"type\": [\"integer\", \"null\"]},"
+"  \"pressure\": {\"type\": \"object\", \"description\": \"the agent's healthz pressure\", \"properties\": {"
+"   \"over\": {\"type\": \"boolean\"}, \"room\": {\"type\": \"boolean\"}, \"cpu_some_1s\": {\"type\": \"number\"},"
+"   \"action\": {\"enum\": [\"pause\", \"throttle_top\"]}, \"admit_cpu_pressure\": {\"type\": \"number\"},"
+"   \"admit_mem_available_bytes\": {\"type\": \"integer\"}}},"
 "  \"agent\": {\"type\": [\"object\", \"null\"], \"properties\": {\"running\": {\"type\": \"integer\"},"
-"   \"queued\": {\"type\": \"integer\"}}}}},"
+"   \"queued\": {\"type\": \"integer\"}, \"max_running\": {\"type\": [\"integer\", \"null\"]},"
+"   \"max_queued\": {\"type\": [\"integer\", \"null\"]}}},"
+"  \"tenant\": {\"type\": \"object\", \"description\": \"GET /v1/tenants/self: the caller's tenant\","
+"   \"properties\": {\"name\": {\"type\": \"string\"}, \"held\": {\"type\": \"boolean\"},"
+"   \"held_by\": {\"type\": [\"string\", \"null\"]}, \"budgets\": {\"type\": \"object\"}}}}},"
 " \"annotations\": {\"readOnlyHint\": true}}]";
 
 static json_t *tools;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+/*
+ * run_command's reasons, in its outputSchema's enum and its description,
+ * from the outcome's own table (effect/outcome.c): they cannot drift apart.
+ */
+static json_t *prop(json_t *schema, const char *name)
+{
+	return json_object_get(json_object_get(schema, "properties"), name);
+}
+
+static int add_reasons(json_t *run)
+{
+	json_t *out = json_object_get(run, "outputSchema");
+	json_t *e = json_object_get(prop(out, "reason"), "enum");
+	json_t *e2 = json_object_get(prop(prop(prop(out, "outcome"), "termination"), "reason"), "enum");
+	const char *desc = json_string_value(json_object_get(run, "description")), *at;
+	char list[512];
+	size_t n = 0;
+	int r;
+
+	at = desc ? strstr(desc, "@REASONS@") : NULL;
+	if (!json_is_array(e) || !json_is_array(e2) || !at)
+		return -EINVAL;
+	list[0] = '\0';
+	for (r = 0; r < BM_REASON__MAX && n < sizeof(list); r++) {
+		json_array_append_new(e, json_string(bm_reason_name(r)));
+		json_array_append_new(e2, json_string(bm_reason_name(r)));
+		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", r ? ", " : "", bm_reason_name(r));
+	}
+	if (n >= sizeof(list))
+		return -ENOSPC;
+	return json_object_set_new(run, "description", json_sprintf("%.*s%s%s", (int)(at - desc), desc, list,
+								    at + strlen("@REASONS@"))) ? -ENOMEM : 0;
+}
+
 static void load(void)
 {
 	tools = json_loads(tools_json, 0, NULL);
+	if (tools && add_reasons(json_array_get(tools, 0))) {
+		json_decref(tools);
+		tools = NULL;
+	}
 }
 
 json_t *bm_mcp_tools(void)

@@ -167,33 +167,144 @@ static json_t *maybe(double v)
 	return v < 0 ? json_null() : json_real(v);
 }
 
+static double jnum(const json_t *o, const char *key)
+{
+	return json_number_value(json_object_get(o, key));
+}
+
+/*
+ * Whether the agent starts a call now, and the first thing that decides it,
+ * in admission's order (agent/admit.c ag_schedule, ag_node_room, tenant.c
+ * ag_tenant_held): the node's running bound, its pressure, the tenant.
+ */
+static bool admits(const json_t *h, const json_t *p, const json_t *t, char *why, size_t len)
+{
+	double run = jnum(h, "running"), max = jnum(h, "max_running"), avg10 = jnum(p, "cpu_some_avg10");
+	double now = jnum(p, "cpu_some_1s"), cpu_max = jnum(p, "admit_cpu_pressure");
+	double avail = jnum(p, "mem_available_bytes"), mem_min = jnum(p, "admit_mem_available_bytes");
+	const char *tenant = json_string_value(json_object_get(t, "tenant")) ?: "?";
+	const char *file = json_string_value(json_object_get(p, "cpu_pressure_file")) ?: "?";
+	const char *held_by = json_string_value(json_object_get(t, "held_by"));
+	const json_t *bud = json_object_get(json_object_get(t, "budgets"), held_by ? held_by : "");
+	char a[32], b[32];
+
+	bm_mcp_bytes(avail, a, sizeof(a));
+	bm_mcp_bytes(mem_min, b, sizeof(b));
+	if (max > 0 && run >= max) {
+		snprintf(why, len, "no, because the node runs its most effects at once (%.0f of max_running %.0f): "
+			 "a call queues until one ends", run, max);
+		return false;
+	}
+	if (!json_is_true(json_object_get(p, "room"))) {
+		if (avail > 0 && avail < mem_min)
+			snprintf(why, len, "no, because MemAvailable %s is below admit_mem_available %s", a, b);
+		else
+			snprintf(why, len, "no, because cpu pressure %.2f %% (avg10 of %s) is above admit_cpu_pressure "
+				 "%.0f %%%s", avg10, file, cpu_max,
+				 !strcmp(json_string_value(json_object_get(p, "action")) ?: "", "throttle_top") ?
+				 " and no top contributor is throttled with the last second under it" : "");
+		return false;
+	}
+	if (held_by) {
+		snprintf(why, len, "no, because tenant %s's %s budget is exhausted: retry after %.0f s", tenant, held_by,
+			 jnum(bud, "retry_after_s"));
+		return false;
+	}
+	if (json_is_true(json_object_get(json_object_get(t, "pressure"), "throttled"))) {
+		snprintf(why, len, "no, because tenant %s is held as the top contributor to the node's pressure",
+			 tenant);
+		return false;
+	}
+	if (json_is_true(json_object_get(t, "held"))) {
+		snprintf(why, len, "no, because tenant %s runs its most effects at once (%.0f: tenant_max_running)",
+			 tenant, jnum(t, "running"));
+		return false;
+	}
+	if (json_is_true(json_object_get(p, "over")))
+		snprintf(why, len, "yes, because the node is over its pressure bounds but throttles the top contributor "
+			 "(throttle_top) and the last second's cpu pressure %.2f %% is at most %.0f %%; "
+			 "%.0f of %.0f running; tenant %s is not held", now, cpu_max, run, max, tenant);
+	else
+		snprintf(why, len, "yes, because cpu pressure %.2f %% (avg10 of %s) is at most admit_cpu_pressure %.0f %%, "
+			 "%s available is at least admit_mem_available %s, %.0f of %.0f running, and tenant %s is not "
+			 "held by a budget", avg10, file, cpu_max, a, b, run, max, tenant);
+	return true;
+}
+
+/* Through an agent: what its admission sees (healthz's pressure, the tenant's budgets). */
+static json_t *agent_pressure(const char *sock)
+{
+	json_t *h = NULL, *t = NULL, *p, *sc = NULL, *res;
+	char why[768], line[1024], a[32];
+	bool yes;
+	int st;
+
+	st = bm_client_call(sock, "GET", "/v1/healthz", NULL, &h, CALL_MS);
+	if (st != 200 || !json_is_object(json_object_get(h, "pressure"))) {
+		json_decref(h);
+		snprintf(line, sizeof(line), "the agent answered %d to GET /v1/healthz", st);
+		return bm_mcp_result_text(line, true);
+	}
+	st = bm_client_call(sock, "GET", "/v1/tenants/self", NULL, &t, CALL_MS);
+	if (st != 200) {
+		json_decref(h);
+		json_decref(t);
+		snprintf(line, sizeof(line), "the agent answered %d to GET /v1/tenants/self", st);
+		return bm_mcp_result_text(line, true);
+	}
+	p = json_object_get(h, "pressure");
+	yes = admits(h, p, t, why, sizeof(why));
+	bm_mcp_bytes(jnum(p, "mem_available_bytes"), a, sizeof(a));
+	snprintf(line, sizeof(line), "admits now: %s; cpu pressure %.2f %% (avg10), %.2f %% over the last 1 s; "
+		 "%s available; the agent runs %lld, %lld queued", why, jnum(p, "cpu_some_avg10"),
+		 jnum(p, "cpu_some_1s"), a, (long long)jnum(h, "running"), (long long)jnum(h, "queued"));
+	sc = json_pack("{s:s, s:s, s:b, s:s, s:O, s:O, s:O, s:{s:O, s:O, s:O, s:O}, s:{s:O, s:O, s:O, s:O, s:O, s:O}}",
+		       "summary", line, "source", "agent", "admits", yes, "because", why + (yes ? 5 : 4),
+		       "cpu_some_avg10", json_object_get(p, "cpu_some_avg10"),
+		       "memory_available_bytes", json_object_get(p, "mem_available_bytes"), "pressure", p,
+		       "agent", "running", json_object_get(h, "running"), "queued", json_object_get(h, "queued"),
+		       "max_running", json_object_get(h, "max_running") ?: json_null(),
+		       "max_queued", json_object_get(h, "max_queued") ?: json_null(),
+		       "tenant", "name", json_object_get(t, "tenant"), "running", json_object_get(t, "running"),
+		       "queued", json_object_get(t, "queued"), "held", json_object_get(t, "held"),
+		       "held_by", json_object_get(t, "held_by") ?: json_null(), "budgets",
+		       json_object_get(t, "budgets"));
+	json_decref(h);
+	json_decref(t);
+	if (!sc)
+		return bm_mcp_result_text(line, true);
+	res = json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", line, "structuredContent", sc,
+			"isError", false);
+	return res;
+}
+
+/* Standalone: nothing queues; what this host's PSI and meminfo say, named as such. */
 static json_t *node_pressure(const struct bm_mcp_cfg *cfg)
 {
 	const char *sock = bm_mcp_agent_socket(cfg);
-	double cpu10 = psi("/proc/pressure/cpu", "avg10="), mem10 = psi("/proc/pressure/memory", "avg10=");
-	long long avail = meminfo("MemAvailable:"), total = meminfo("MemTotal:");
-	json_t *h = NULL, *agent = json_null(), *sc;
-	char line[512], a[32], t[32];
-	int n;
+	double cpu10, mem10;
+	long long avail, total;
+	json_t *sc;
+	char line[768], a[32], t[32];
 
-	if (sock && bm_client_call(sock, "GET", "/v1/healthz", NULL, &h, CALL_MS) == 200)
-		agent = json_pack("{s:I, s:I}", "running", json_integer_value(json_object_get(h, "running")),
-				  "queued", json_integer_value(json_object_get(h, "queued")));
-	json_decref(h);
+	if (sock)
+		return agent_pressure(sock);
+	cpu10 = psi("/proc/pressure/cpu", "avg10=");
+	mem10 = psi("/proc/pressure/memory", "avg10=");
+	avail = meminfo("MemAvailable:");
+	total = meminfo("MemTotal:");
 	bm_mcp_bytes((double)avail, a, sizeof(a));
 	bm_mcp_bytes((double)total, t, sizeof(t));
-	n = snprintf(line, sizeof(line), "cpu pressure %.2f %% (avg10), memory pressure %.2f %%; %s of %s available",
-		     cpu10 < 0 ? 0 : cpu10, mem10 < 0 ? 0 : mem10, a, t);
-	if (json_is_object(agent))
-		snprintf(line + n, sizeof(line) - (size_t)n, "; the agent runs %lld, %lld queued",
-			 (long long)json_integer_value(json_object_get(agent, "running")),
-			 (long long)json_integer_value(json_object_get(agent, "queued")));
-	else
-		snprintf(line + n, sizeof(line) - (size_t)n, "; no agent: calls run standalone, never queued");
-	sc = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "summary", line, "cpu_some_avg10", maybe(cpu10),
-		       "cpu_some_avg60", maybe(psi("/proc/pressure/cpu", "avg60=")), "memory_some_avg10", maybe(mem10),
+	snprintf(line, sizeof(line), "admits now: yes, because no agent runs: a call runs standalone at once, never "
+		 "queued; read by this server from /proc/pressure/cpu, /proc/pressure/memory and /proc/meminfo: "
+		 "cpu pressure %.2f %% (avg10), memory pressure %.2f %%; %s of %s available",
+		 cpu10 < 0 ? 0 : cpu10, mem10 < 0 ? 0 : mem10, a, t);
+	sc = json_pack("{s:s, s:s, s:b, s:s, s:o, s:o, s:o, s:o, s:o, s:n}", "summary", line, "source", "standalone",
+		       "admits", 1, "because", "no agent runs: a call runs standalone at once, never queued",
+		       "cpu_some_avg10", maybe(cpu10), "cpu_some_avg60", maybe(psi("/proc/pressure/cpu", "avg60=")),
+		       "memory_some_avg10", maybe(mem10),
 		       "memory_available_bytes", avail < 0 ? json_null() : json_integer(avail),
-		       "memory_total_bytes", total < 0 ? json_null() : json_integer(total), "agent", agent);
+		       "memory_total_bytes", total < 0 ? json_null() : json_integer(total), "agent");
 	return json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", line,
 			 "structuredContent", sc, "isError", false);
 }

@@ -1,24 +1,33 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * `podspec` (an agent execution request -> the run's Pod and NetworkPolicy)
- * and `podstate` (the run's pod objects -> its state, per change). Both
- * read a file or stdin and write stdout; kubectl does the talking to the
- * API server.
+ * `podspec` (an agent execution request -> the run's Pod and NetworkPolicy),
+ * `podstate` (the run's pod objects -> its state, per change) and
+ * `podtenants` (pod objects -> the agent's pod_tenants file). Each reads a
+ * file or stdin; kubectl does the talking to the API server.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "agent/config.h"
 #include "agent/podspec.h"
+#include "agent/podtenants.h"
 #include "agent/podwatch.h"
 #include "agent/request.h"
 #include "base/common.h"
+#include "base/k8sname.h"
 #include "base/parse.h"
 #include "base/yamlout.h"
 #include "cli/pod_cmds.h"
+
+extern char **environ;
 
 static int usage_error(const char *cmd, const char *what)
 {
@@ -79,7 +88,9 @@ static const char podspec_usage[] =
 "\n"
 "  --json               a v1 List in JSON instead of YAML documents\n"
 "  --namespace NS       metadata.namespace of both (default: none; kubectl -n decides)\n"
-"  --cluster-cidr CIDR  egress_restricted may reach it, besides DNS (repeatable)\n"
+"  --cluster-cidr CIDR  egress_restricted may reach it, besides DNS (repeatable): the\n"
+"                       pod CIDRs (policy is checked after service translation in\n"
+"                       most plugins: a service CIDR's ipBlock matches nothing)\n"
 "  --agent-socket PATH  the node agent's socket on the node; its directory (which\n"
 "                       must hold nothing else) is mounted into the pod\n"
 "                       (default " BM_AGENT_SOCKET ")\n"
@@ -90,7 +101,7 @@ static const char podspec_usage[] =
 "\n"
 "EXAMPLES\n"
 "  burstmeter podspec run.json | kubectl apply -f -\n"
-"  burstmeter podspec --cluster-cidr 10.96.0.0/12 --namespace agents run.json\n"
+"  burstmeter podspec --cluster-cidr 10.244.0.0/16 --namespace agents run.json\n"
 "  burstmeter podspec --json - < run.json | jq '.items[0].spec.containers[0].resources'\n"
 "  burstmeter podspec --agent-socket /run/bm/api.sock --socket-group 2000 run.json\n";
 
@@ -353,17 +364,22 @@ static int skip_space(FILE *f)
 	return c;
 }
 
-static int podstate_stream(FILE *f, const char *name, bool json)
+/*
+ * One document of a pod stream into feed: the number of changes, or -errno
+ * with err set (-EINVAL: bad input, -EPROTO: the watch's ERROR event; -EIO,
+ * -ENOMEM and others: our own failure, already reported when -EIO).
+ */
+typedef int (*pod_feed_fn)(json_t *doc, void *ctx, char *err, size_t errlen);
+
+/* Every document of f through feed: 0, BM_EXIT_USAGE (bad input), or 1. */
+static int pod_stream(FILE *f, const char *name, pod_feed_fn feed, void *ctx)
 {
-	struct bm_podwatch *w = bm_podwatch__new();
 	json_error_t jerr;
 	unsigned int n;
 	char err[256];
 	json_t *doc;
 	int c, rc = 0;
 
-	if (!w)
-		return bm_err("failed to read pods: %s", strerror(ENOMEM)), 1;
 	/* kubectl writes one object after another: each is read alone, as it comes */
 	for (n = 1; (c = skip_space(f)) != EOF; n++) {
 		ungetc(c, f);
@@ -374,13 +390,13 @@ static int podstate_stream(FILE *f, const char *name, bool json)
 			rc = BM_EXIT_USAGE;
 			break;
 		}
-		rc = bm_podwatch__feed(w, doc, print_state, &json, err, sizeof(err));
+		rc = feed(doc, ctx, err, sizeof(err));
 		json_decref(doc);
-		if (rc == -EIO || rc == -ENOMEM)
-			bm_err("failed to write the states: %s", strerror(-rc));
+		if (rc == -ENOMEM)
+			bm_err("failed to read pods: %s", strerror(-rc));
 		else if (rc == -EPROTO)
 			bm_err("%s", err);
-		else if (rc < 0)
+		else if (rc < 0 && rc != -EIO)
 			bm_err("invalid input: object %u of %s: %s", n, name, err);
 		if (rc < 0) {
 			rc = rc == -EINVAL ? BM_EXIT_USAGE : 1;
@@ -395,7 +411,33 @@ static int podstate_stream(FILE *f, const char *name, bool json)
 		bm_err("invalid input: no pod object in %s", name);
 		rc = BM_EXIT_USAGE;
 	}
-	bm_podwatch__free(w);
+	return rc;
+}
+
+struct podstate_ctx {
+	struct bm_podwatch *w;
+	bool json;
+};
+
+static int podstate_feed(json_t *doc, void *ctx, char *err, size_t errlen)
+{
+	struct podstate_ctx *c = ctx;
+	int rc = bm_podwatch__feed(c->w, doc, print_state, &c->json, err, errlen);
+
+	if (rc == -EIO)
+		bm_err("failed to write the states: %s", strerror(EIO));
+	return rc;
+}
+
+static int podstate_stream(FILE *f, const char *name, bool json)
+{
+	struct podstate_ctx c = { bm_podwatch__new(), json };
+	int rc;
+
+	if (!c.w)
+		return bm_err("failed to read pods: %s", strerror(ENOMEM)), 1;
+	rc = pod_stream(f, name, podstate_feed, &c);
+	bm_podwatch__free(c.w);
 	return rc;
 }
 
@@ -430,5 +472,148 @@ int bm_cmd_podstate(int argc, char **argv)
 	rc = podstate_stream(f, path && strcmp(path, "-") ? path : "stdin", json);
 	if (f != stdin)
 		fclose(f);
+	return rc;
+}
+
+static const char podtenants_usage[] =
+"Usage: burstmeter podtenants --out FILE [--label KEY] [--namespace] [INPUT|-]\n"
+"       burstmeter podtenants --out FILE [--label KEY] [--namespace] -- COMMAND [ARG]...\n"
+"\n"
+"Keep the agent's pod_tenants file (\"<pod uid> <tenant>\" lines) from pod objects:\n"
+"'kubectl get pod -w -o json', with or without --output-watch-events, or a Pod or\n"
+"List. A pod's tenant is its label KEY (default burstmeter.io/tenant), else, with\n"
+"--namespace, its namespace; a pod with neither is left out (the agent calls it\n"
+"pod-<uid>), and so is one deleted. FILE is rewritten atomically (a temporary file\n"
+"beside it, renamed over it) after each object that changed the map; the agent reads\n"
+"it at each call. With -- COMMAND, the objects are COMMAND's output, and COMMAND is\n"
+"run again 2 s after it ends (kubectl's watch ends at its server's timeout).\n"
+"\n"
+"  -o, --out FILE   the pod_tenants file the agent's config names\n"
+"  -l, --label KEY  the pod label that names the tenant (\"\": none)\n"
+"  -n, --namespace  a pod without the label: its namespace\n"
+"  -h, --help       this help\n"
+"\n"
+"EXAMPLES\n"
+"  kubectl get pods -A -w -o json --field-selector spec.nodeName=$NODE | \\\n"
+"      burstmeter podtenants --out /run/burstmeter-tenants/pod_tenants --namespace\n"
+"  burstmeter podtenants -o /run/burstmeter-tenants/pod_tenants -- \\\n"
+"      kubectl get pods -A -w -o json --output-watch-events\n";
+
+struct podtenants_ctx {
+	struct bm_podtenants *t;
+	struct bm_podtenants_opts o;
+	const char *out;
+};
+
+static int podtenants_feed(json_t *doc, void *ctx, char *err, size_t errlen)
+{
+	struct podtenants_ctx *c = ctx;
+	int rc = bm_podtenants__feed(c->t, doc, &c->o, err, errlen), werr;
+
+	if (rc > 0 && (werr = bm_podtenants__write(c->t, c->out))) {
+		bm_err("failed to write %s: %s", c->out, strerror(-werr));
+		return -EIO;
+	}
+	return rc;
+}
+
+/* COMMAND's output through pod_stream, run again when it ends; returns only on our failure. */
+static int podtenants_exec(struct podtenants_ctx *c, char **argv)
+{
+	posix_spawn_file_actions_t fa;
+	int p[2], rc, status;
+	pid_t pid;
+	FILE *f;
+
+	for (;;) {
+		if (pipe2(p, O_CLOEXEC))
+			return bm_err("failed to run %s: %s", argv[0], strerror(errno)), 1;
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
+		rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+		posix_spawn_file_actions_destroy(&fa);
+		close(p[1]);
+		if (rc) {
+			close(p[0]);
+			return bm_err("failed to run %s: %s", argv[0], strerror(rc)), 1;
+		}
+		f = fdopen(p[0], "r");
+		rc = f ? pod_stream(f, argv[0], podtenants_feed, c) : 1;
+		if (f)
+			fclose(f);
+		else
+			close(p[0]);
+		/* its output ended: it has, or is made to (bad output is its, not ours) */
+		kill(pid, SIGTERM);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		if (rc == 1)
+			return 1;	/* our own failure (the file): a restart would not help */
+		bm_warn("%s ended (status %d): running it again in 2 s", argv[0], status);
+		sleep(2);
+	}
+}
+
+int bm_cmd_podtenants(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "out", required_argument, NULL, 'o' }, { "label", required_argument, NULL, 'l' },
+		{ "namespace", no_argument, NULL, 'n' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct podtenants_ctx c = { .o = { BM_PODTENANTS_LABEL, false } };
+	const char *path = NULL;
+	bool exec = false;
+	int opt, rc, i;
+	FILE *f;
+
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+ho:l:n", opts, NULL)) != -1) {
+		if (opt == 'h')
+			return fputs(podtenants_usage, stdout), 0;
+		else if (opt == 'o')
+			c.out = optarg;
+		else if (opt == 'l')
+			c.o.label = optarg;
+		else if (opt == 'n')
+			c.o.namespace_fallback = true;
+		else
+			return usage_error("podtenants", "unknown or incomplete option");
+	}
+	for (i = 1; i < optind; i++)
+		exec |= !strcmp(argv[i], "--");
+	if (!c.out || !*c.out)
+		return usage_error("podtenants", "--out FILE is required");
+	if (!c.o.label[0] && !c.o.namespace_fallback)
+		return usage_error("podtenants", "no --label and no --namespace: no pod has a tenant");
+	if (c.o.label[0] && !bm_k8s_label_key(c.o.label))
+		return bm_err("invalid --label '%s': not a Kubernetes label key (see 'burstmeter "
+			      "podtenants --help')", c.o.label), BM_EXIT_USAGE;
+	if (exec && optind == argc)
+		return usage_error("podtenants", "-- without a COMMAND");
+	if (!exec && optind + 1 < argc)
+		return usage_error("podtenants", "more than one input");
+	if (!exec && optind < argc)
+		path = argv[optind];
+	c.t = bm_podtenants__new();
+	if (!c.t)
+		return bm_err("failed to read pods: %s", strerror(ENOMEM)), 1;
+	/* the agent finds a file from the start, even before any pod has a tenant */
+	if (access(c.out, F_OK) && (rc = bm_podtenants__write(c.t, c.out))) {
+		bm_err("failed to write %s: %s", c.out, strerror(-rc));
+		bm_podtenants__free(c.t);
+		return 1;
+	}
+	if (exec) {
+		rc = podtenants_exec(&c, argv + optind);
+	} else {
+		f = open_input("podtenants", path);
+		rc = f ? pod_stream(f, path && strcmp(path, "-") ? path : "stdin", podtenants_feed,
+				    &c) : BM_EXIT_USAGE;
+		if (f && f != stdin)
+			fclose(f);
+	}
+	bm_podtenants__free(c.t);
 	return rc;
 }

@@ -10,5 +10,7 @@
 
 int bm_cmd_podspec(int argc, char **argv);
 int bm_cmd_podstate(int argc, char **argv);
+/* pod objects -> the agent's pod_tenants file, rewritten atomically as it changes */
+int bm_cmd_podtenants(int argc, char **argv);
 
 #endif /* BM_POD_CMDS_H */

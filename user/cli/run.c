@@ -263,6 +263,8 @@ static int sandbox(struct run_state *s, struct bm_sup_opts *so)
 	s->sb.pids_limit = o->limits.pids;
 	s->sb.timeout_ns = o->limits.timeout_ns;
 	so->sandbox = &s->sb;
+	/* --tmp-size bounds its /tmp as the agent's max_ephemeral_storage does (one code path) */
+	bm_sup_places(so, &s->sb, o->sb.cwd[0] ? o->sb.cwd : ".");
 	err = bm_run_sandbox_envp(&o->sb, &s->envp);
 	if (err)
 		return bm_err_errno(err, "failed to set up the environment");
@@ -336,8 +338,6 @@ int bm_run(struct bm_run_opts *o)
 		.id = o->id, .tenant = o->tenant, .intent = o->intent, .argv = o->argv,
 		.limits = o->limits, .window_ns = o->window_ns, .meter_only = o->meter_only,
 		.no_fast_path = o->no_fast_path,
-		/* the command inherits our working directory: its disk gets the I/O ceilings */
-		.io_paths = { ".", "/tmp" },
 	};
 	sigset_t old;
 	int ret = BM_EXIT_INTERNAL, err;

@@ -319,6 +319,21 @@ static void say_refused(const struct bm_run_opts *o, const char *sock, int st, j
 		bm_err("the agent at %s refused %s: %d %s", sock, o->id, st, refusal(eff, st, why, sizeof(why)));
 }
 
+/*
+ * POST .../exit: the wait status, and what we made of the sandbox (the
+ * namespaces, mounts and identity are ours), which the agent keeps in its
+ * record as our word ("by": "caller").
+ */
+static json_t *exit_report(int status, const struct bm_sandbox_enf *enf)
+{
+	json_t *r = json_pack("{s:i}", "wait_status", status), *en = json_object();
+
+	if (r && en && !bm_sandbox_enf_json(enf, en) && json_object_size(en))
+		json_object_set(r, "enforcement", en);
+	json_decref(en);
+	return r;
+}
+
 /* The agent's outcome (out), with what we held of the sandbox in its "enforcement". */
 static int report(const struct bm_run_opts *o, json_t *out, const struct bm_sandbox_enf *enf)
 {
@@ -483,9 +498,12 @@ int bm_run_client(const struct bm_run_opts *o, const char *sock)
 		status = W_EXITCODE(err == ENOENT || err == ENOTDIR ? BM_EXIT_NOTFOUND
 				    : err > 0 ? BM_EXIT_NOEXEC : BM_EXIT_INTERNAL, 0);
 	effect_path(o, "/exit", body, sizeof(body));
-	exitj = json_pack("{s:i}", "wait_status", status);
+	exitj = exit_report(status, &enf);
 	/* the agent may be restarting: it adopts the effect and takes the status then */
-	(void)post_until(sock, body, exitj, NULL, OUTCOME_WAIT_MS);
+	if (post_until(sock, body, exitj, NULL, OUTCOME_WAIT_MS) == 400 &&
+	    json_object_del(exitj, "enforcement") == 0)
+		/* an agent older than the enforcement in an exit report: the status alone */
+		(void)post_until(sock, body, exitj, NULL, OUTCOME_WAIT_MS);
 	json_decref(exitj);
 	/* the outcome line comes the moment the agent has it: no polling */
 	eff = outcome_of(sock, o, OUTCOME_WAIT_MS);

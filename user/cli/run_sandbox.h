@@ -50,7 +50,9 @@ enum {
 	"  --user USER[:GROUP] run as USER or UID[:GID], no supplementary groups\n"          \
 	"  --non-root          run as a non-root uid (standalone: nobody; through the\n"     \
 	"                      agent: the uid it gives the tenant)\n"                        \
-	"  --drop-caps         no capabilities, none to regain (no_new_privs)\n"             \
+	"  --drop-caps         no capabilities, none to regain: no_new_privs, and seccomp\n"  \
+	"                      refuses new user namespaces (unshare/clone CLONE_NEWUSER;\n"  \
+	"                      clone3 ENOSYS) and setns; still uid 0 without --user\n"     \
 	"  --clean-env         only the --env pairs (and a default PATH)\n"                  \
 	"  --env KEY=VALUE     set KEY in the command's environment (repeatable)\n"          \
 	"  --cwd DIR           run in DIR (entered as the --user)\n"                         \

@@ -23,6 +23,7 @@
 #include "base/cgroup.h"
 #include "base/common.h"
 #include "effect/exec.h"
+#include "effect/seccomp.h"
 
 static int check_exec(const char *path)
 {
@@ -163,6 +164,9 @@ static int apply_exec(const struct bm_exec *x)
 		return err;
 	if (x->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
+	/* in a user namespace of its own it would hold every capability again */
+	if (x->drop_caps && (err = bm_seccomp_no_userns()))
+		return err;
 	return 0;
 }
 

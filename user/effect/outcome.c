@@ -301,10 +301,17 @@ static json_t *oom_json(const struct bm_outcome *o)
 
 static json_t *storage_json(const struct bm_outcome *o)
 {
-	return json_pack("{s:o, s:o, s:o}", "where",
+	json_t *places = json_array();
+	unsigned int i;
+
+	for (i = 0; i < o->n_storage_places; i++)
+		json_array_append_new(places, json_pack("{s:s, s:o}", "where", o->storage_places[i].where,
+							"peak_bytes",
+							count_or_null(o->storage_places[i].peak_bytes)));
+	return json_pack("{s:o, s:o, s:o, s:o}", "where",
 			 o->storage_where ? json_string(o->storage_where) : json_null(), "limit_bytes",
 			 int_or_null(o->limits.storage_bytes), "peak_bytes",
-			 count_or_null(o->storage_peak_bytes));
+			 count_or_null(o->storage_peak_bytes), "places", places);
 }
 
 static json_t *meter_json(const struct bm_outcome *o)

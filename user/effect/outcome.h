@@ -97,8 +97,14 @@ struct bm_outcome {
 	const char *ceiling_mech[5];	/* cpu, memory, pids, net, io: what enforced each ceiling */
 	const char *io_mech[BM_IO_CEIL__MAX];	/* read bps, write bps, iops */
 	const char *storage_mech;	/* what bounded its ephemeral storage */
-	const char *storage_where;	/* the path it was measured at ("/tmp") */
-	int64_t storage_peak_bytes;	/* the most it held there, sampled; -1 unknown */
+	const char *storage_where;	/* the place it filled, else its first ("/tmp") */
+	int64_t storage_peak_bytes;	/* the most it held in its places at once, sampled; -1 unknown */
+	/* each place the ceiling bounds: /tmp, its workspace (what that grew by); peak -1 unknown */
+	struct bm_storage_place {
+		const char *where;
+		int64_t peak_bytes;
+	} storage_places[2];
+	unsigned int n_storage_places;
 	struct bm_oom_victim oom[BM_MAX_OOM_VICTIMS];
 	unsigned int n_oom;		/* victims named (more are counted in oom_victims) */
 	uint64_t oom_victims;		/* every victim marked */

@@ -185,11 +185,60 @@ const char *bm_sbx_name(enum bm_sbx k)
 
 int bm_sandbox_enf_json(const struct bm_sandbox_enf *enf, json_t *obj)
 {
+	json_t *by = NULL;
+	int k;
+
+	for (k = 0; k < BM_SBX__MAX; k++) {
+		if (!enf->mech[k][0] || json_object_get(obj, sbx_names[k]))
+			continue;
+		if (json_object_set_new(obj, sbx_names[k], json_string(enf->mech[k])))
+			return -ENOMEM;
+		if (!enf->by_caller[k])
+			continue;
+		by = by ? by : json_object_get(obj, "by");
+		if (!json_is_object(by) && (!(by = json_object()) || json_object_set_new(obj, "by", by)))
+			return -ENOMEM;
+		if (json_object_set_new(by, sbx_names[k], json_string("caller")))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int bm_sandbox_enf_parse(const json_t *obj, struct bm_sandbox_enf *enf, const char **bad)
+{
+	const unsigned char *p;
+	const char *key;
+	json_t *v;
+	int k;
+
+	memset(enf, 0, sizeof(*enf));
+	if (!json_is_object(obj)) {
+		*bad = "enforcement";
+		return -EINVAL;
+	}
+	json_object_foreach((json_t *)obj, key, v) {
+		*bad = key;
+		for (k = 0; k < BM_SBX__MAX && strcmp(key, sbx_names[k]); k++)
+			;
+		if (k == BM_SBX__MAX || !json_is_string(v) || !json_string_length(v) ||
+		    json_string_length(v) >= BM_SBX_MECH_LEN || enf->mech[k][0])
+			return -EINVAL;
+		for (p = (const unsigned char *)json_string_value(v); *p; p++)
+			if (*p < ' ' || *p == 0x7f)
+				return -EINVAL;
+		memcpy(enf->mech[k], json_string_value(v), json_string_length(v) + 1);
+	}
+	*bad = NULL;
+	return 0;
+}
+
+void bm_sandbox_enf_take_caller(struct bm_sandbox_enf *enf, const struct bm_sandbox_enf *from)
+{
 	int k;
 
 	for (k = 0; k < BM_SBX__MAX; k++)
-		if (enf->mech[k][0] && !json_object_get(obj, sbx_names[k]) &&
-		    json_object_set_new(obj, sbx_names[k], json_string(enf->mech[k])))
-			return -ENOMEM;
-	return 0;
+		if (from->mech[k][0] && !enf->mech[k][0]) {
+			memcpy(enf->mech[k], from->mech[k], sizeof(enf->mech[k]));
+			enf->by_caller[k] = true;
+		}
 }

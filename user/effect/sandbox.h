@@ -83,15 +83,36 @@ enum bm_sbx {
 	BM_SBX__MAX,
 };
 
-#define BM_SBX_MECH_LEN 112
+#define BM_SBX_MECH_LEN 160
 
 struct bm_sandbox_enf {
 	char mech[BM_SBX__MAX][BM_SBX_MECH_LEN];	/* "": not applied */
+	/*
+	 * mech[k] is what the caller of an attach says it made (its namespaces
+	 * and identity are its own choice, SECURITY.md): its word, not the
+	 * agent's, and said so ("by": {"caps": "caller", ...}).
+	 */
+	bool by_caller[BM_SBX__MAX];
 };
 
 /* The outcome's key for k ("network", ...). */
 const char *bm_sbx_name(enum bm_sbx k);
-/* Add every applied mechanism of enf to obj (keys already there are kept). 0 or -ENOMEM. */
+/*
+ * Add every applied mechanism of enf to obj (keys already there are kept),
+ * and obj's "by" {key: "caller"} for those by_caller. 0 or -ENOMEM.
+ */
 int bm_sandbox_enf_json(const struct bm_sandbox_enf *enf, json_t *obj);
+/*
+ * An attach's caller's word of what it made (POST .../exit "enforcement",
+ * as bm_sandbox_enf_json() wrote it): every key a sandbox key, every value
+ * a string of printable characters that fits. 0 with enf filled (by_caller
+ * not set: the taker says whose it is), or -EINVAL with *bad the key.
+ */
+int bm_sandbox_enf_parse(const json_t *obj, struct bm_sandbox_enf *enf, const char **bad);
+/*
+ * Take the caller's word (from) into enf for every part enf has none of
+ * (what the agent held itself stands), marked by_caller.
+ */
+void bm_sandbox_enf_take_caller(struct bm_sandbox_enf *enf, const struct bm_sandbox_enf *from);
 
 #endif /* BM_SANDBOX_H */

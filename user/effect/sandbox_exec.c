@@ -48,9 +48,10 @@ static void describe(const struct bm_sandbox *sb, const struct bm_sandbox_ctx *c
 		    (unsigned int)x->gid);
 	if (x->drop_caps && bm_exec_can_drop_bounding())
 		say(enf, BM_SBX_CAPS, "bounding set empty; ambient, permitted, effective, inheritable "
-		    "empty; no_new_privs");
+		    "empty; no_new_privs; seccomp: no new user namespace, no setns");
 	else if (x->drop_caps)
-		say(enf, BM_SBX_CAPS, "none held (not root; bounding set kept), no_new_privs");
+		say(enf, BM_SBX_CAPS, "none held (not root; bounding set kept), no_new_privs; seccomp: "
+		    "no new user namespace, no setns");
 	for (; x->envp && x->envp[n]; n++)
 		;
 	if (x->envp)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/common.h"
+#include "base/du.h"
 #include "effect/name.h"
 #include "effect/sup.h"
 
@@ -39,7 +40,14 @@ static const int pdim_dim[BM_P__MAX] = {
 
 /* How often its ephemeral storage is looked at: a statfs, cheap; tmpfs fills at GB/s. */
 #define STORAGE_POLL_NS (20 * BM_NSEC_PER_MSEC)
+/* Its workspace is walked (du) at most this often, and never more than a tenth of the time. */
+#define WS_POLL_NS (100 * BM_NSEC_PER_MSEC)
+#define WS_POLL_SHARE 10
+/* A walk looks at this many entries at most: it runs in the supervisor's loop. */
+#define WS_MAX_ENTRIES (1U << 20)
 #define TMPFS_MAGIC_ 0x01021994
+
+static void ws_walk(struct bm_sup *s, uint64_t now);
 
 const struct bm_sup_ops bm_sup_kernel = {
 	.now_ns = bm_now_ns,
@@ -55,6 +63,20 @@ const struct bm_sup_ops bm_sup_kernel = {
 	.features = bm_loader__features,
 	.alias = bm_loader__alias,
 };
+
+void bm_sup_places(struct bm_sup_opts *so, const struct bm_sandbox *sb, const char *cwd)
+{
+	int n = 0;
+
+	so->limits.storage_bytes = sb->max_ephemeral_storage;
+	so->workspace = sb->max_ephemeral_storage && *bm_sandbox_workspace(sb) ? sb->workspace : NULL;
+	so->io_paths[n++] = cwd;
+	if (*bm_sandbox_workspace(sb))
+		so->io_paths[n++] = sb->workspace;
+	if (!sb->read_only_root_fs && !sb->max_ephemeral_storage)
+		so->io_paths[n++] = "/tmp";
+	so->io_paths[n] = NULL;
+}
 
 void bm_sup__init(struct bm_sup *s)
 {
@@ -169,8 +191,14 @@ void bm_sup__prepare(struct bm_sup *s, struct bm_loader *l, const struct bm_sup_
 	bm_expect_widen(o->expect, &s->o.policy);
 	bm_policy_ceilings(&s->o.policy, o->limits.cpu_milli / 1000.0, (double)o->limits.memory_bytes,
 			   (double)o->limits.pids);
-	if (o->limits.storage_bytes)
+	if (o->limits.storage_bytes) {
 		s->out.storage_where = "/tmp";
+		s->out.storage_places[s->out.n_storage_places++] =
+			(struct bm_storage_place){ .where = "/tmp", .peak_bytes = -1 };
+	}
+	if (o->limits.storage_bytes && o->workspace)
+		s->out.storage_places[s->out.n_storage_places++] =
+			(struct bm_storage_place){ .where = o->workspace, .peak_bytes = -1 };
 	for (p = 0; p < BM_P__MAX; p++)
 		s->acting |= s->o.policy.dim[p].soft > 0 || s->o.policy.dim[p].hard > 0;
 	bm_ladder_init(&s->lad);
@@ -209,7 +237,11 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 	memcpy(s->out.io_mech, s->ceil.io_mech, sizeof(s->out.io_mech));
 	s->out.io_attribution = s->ceil.io_attribution;
 	if (o->limits.storage_bytes)
-		s->out.storage_mech = "tmpfs size (ENOSPC) + meter: storage_ceiling when full";
+		s->out.storage_mech = o->workspace ? "tmpfs size (ENOSPC) on /tmp + the workspace's growth "
+						     "walked (du): storage_ceiling when together full"
+						   : "tmpfs size (ENOSPC) + meter: storage_ceiling when full";
+	/* what its workspace holds before it runs: what it writes there is the growth */
+	ws_walk(s, s->ops->now_ns());
 	s->out.net_source = bm_net_source_name(s->ops->features(l)->net);
 
 	s->failed_step = "register with the meter";
@@ -468,35 +500,88 @@ static uint64_t advance_phase(struct bm_sup *s, uint64_t now)
 }
 
 /*
- * Its ephemeral storage, a tmpfs at /tmp of its mount namespace, seen
- * through /proc/PID/root of any of its tasks: the peak is sampled, and
- * once it is full (a write got ENOSPC, or the next one will) the effect
- * ends with storage_ceiling: a sandbox that cannot write goes nowhere.
+ * Its workspace walked (du): the first walk is its base, each later one
+ * what it grew by since (net: what it deletes of the base is credited).
+ * A walk costs time in the supervisor's loop: the next is no sooner than
+ * WS_POLL_SHARE times as long as this one took.
  */
-static void look_at_storage(struct bm_sup *s, uint64_t now)
+static void ws_walk(struct bm_sup *s, uint64_t now)
+{
+	uint64_t t0 = bm_now_ns(), bytes, took;
+	int err;
+
+	if (!s->o.workspace || !s->o.limits.storage_bytes || now < s->ws_at)
+		return;
+	err = bm_du(s->o.workspace, WS_MAX_ENTRIES, &bytes);
+	took = bm_now_ns() - t0;
+	s->ws_every = took * WS_POLL_SHARE > WS_POLL_NS ? took * WS_POLL_SHARE : WS_POLL_NS;
+	s->ws_at = now + s->ws_every;
+	if (err && err != -E2BIG)
+		return;
+	if (!s->ws_based) {
+		s->ws_base = bytes;
+		s->ws_based = true;
+	}
+	s->ws_used = bytes > s->ws_base ? bytes - s->ws_base : 0;
+}
+
+/* Its private /tmp, a tmpfs of its mount namespace, through /proc/PID/root of a task of it. */
+static bool tmp_look(struct bm_sup *s, bool *full)
 {
 	char procs[64], path[64];
 	struct statfs st;
-	uint64_t used;
 	long pid;
 
 	if (!s->cg || bm_read_file(s->cg->dirfd, "cgroup.procs", procs, sizeof(procs)) <= 0)
-		return;
+		return false;
 	pid = strtol(procs, NULL, 10);
 	snprintf(path, sizeof(path), "/proc/%ld/root/tmp", pid);
 	if (pid <= 0 || statfs(path, &st) < 0 || st.f_type != TMPFS_MAGIC_)
+		return false;
+	s->tmp_used = (uint64_t)(st.f_blocks - st.f_bfree) * (uint64_t)st.f_bsize;
+	/* a write got ENOSPC, or the next one will */
+	*full = !st.f_bavail;
+	return true;
+}
+
+static void peak(int64_t *at, uint64_t used)
+{
+	if ((int64_t)used > *at)
+		*at = (int64_t)used;
+}
+
+/*
+ * Its ephemeral storage: its /tmp (statfs, every look) and what its
+ * workspace grew by (walked, less often), together under the ceiling.
+ * The peaks are sampled; once they are full (the tmpfs refused a write,
+ * or the two hold the limit) the effect ends with storage_ceiling: a
+ * sandbox that cannot write goes nowhere.
+ */
+static void look_at_storage(struct bm_sup *s, uint64_t now)
+{
+	struct bm_outcome *out = &s->out;
+	bool full = false, seen = tmp_look(s, &full);
+	uint64_t used;
+
+	ws_walk(s, now);
+	if (!seen && !s->ws_based)
 		return;
-	used = (uint64_t)(st.f_blocks - st.f_bfree) * (uint64_t)st.f_bsize;
-	if ((int64_t)used > s->out.storage_peak_bytes)
-		s->out.storage_peak_bytes = (int64_t)used;
-	if (st.f_bavail || s->act.ended)
+	used = s->tmp_used + s->ws_used;
+	peak(&out->storage_peak_bytes, used);
+	peak(&out->storage_places[0].peak_bytes, s->tmp_used);
+	if (out->n_storage_places > 1 && s->ws_based)
+		peak(&out->storage_places[1].peak_bytes, s->ws_used);
+	if ((!full && used < s->o.limits.storage_bytes) || s->act.ended)
 		return;
+	/* the place that holds the most of it is where it filled */
+	if (out->n_storage_places > 1 && s->ws_used > s->tmp_used)
+		out->storage_where = out->storage_places[1].where;
 	s->storage_full = true;
 	s->act.ended = true;
 	s->act.by = "policy";
 	(void)bm_cgroup__kill(s->cg);
-	if (s->out.n_actions < BM_MAX_ACTIONS)
-		s->out.actions[s->out.n_actions++] = (struct bm_action){
+	if (out->n_actions < BM_MAX_ACTIONS)
+		out->actions[out->n_actions++] = (struct bm_action){
 			.at_ms = (double)(now - s->start_ns) / 1e6, .action = "kill",
 			.reason = "storage_ceiling", .observed = (double)used,
 			.threshold = (double)s->o.limits.storage_bytes,

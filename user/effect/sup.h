@@ -45,6 +45,8 @@ struct bm_sup_opts {
 	bool cpu_cap;			/* a CPU controller even without a ceiling: bm_sup__cap() */
 	/* Where it does I/O (NULL-terminated): the disks behind these get the I/O ceilings. */
 	const char *io_paths[4];
+	/* Its workspace (a host directory bound read-write), whose growth the storage ceiling counts. */
+	const char *workspace;
 	bool no_fast_path;		/* no in-kernel kill at ceilings */
 	/*
 	 * No timerfds: the caller watches timer_at and deadline_at (one timer
@@ -107,11 +109,23 @@ struct bm_sup {
 	bool storage_full;		/* its ephemeral storage filled up: storage_ceiling */
 	uint64_t blkio_twin_id;		/* its v1 blkio twin, told to the meter (0: none) */
 	uint64_t storage_at;		/* the next look at its storage (bm_now_ns()) */
+	uint64_t ws_at, ws_every;	/* the next walk of its workspace, and how often */
+	uint64_t ws_base, ws_used;	/* what its workspace held at the start; what it grew by */
+	uint64_t tmp_used;		/* what its /tmp held at the last look */
+	bool ws_based;			/* ws_base is known */
 	const char *failed_step;	/* what bm_sup__start() was doing when it failed */
 	char name[3 * BM_NAME_MAX];	/* the cgroup's directory name */
 	struct bm_outcome out;
 	struct bm_summary sum;
 };
+
+/*
+ * Where it may write, from its sandbox, alike for the agent's launches and
+ * attaches and for run: max_ephemeral_storage bounds its private /tmp (a
+ * tmpfs of that size) and its workspace's growth, together; the disks
+ * behind cwd, its workspace and /tmp (unless a tmpfs) get the I/O ceilings.
+ */
+void bm_sup_places(struct bm_sup_opts *so, const struct bm_sandbox *sb, const char *cwd);
 
 /* Zero s, mark every fd closed, ops = &bm_sup_kernel: bm_sup__release() is then always safe. */
 void bm_sup__init(struct bm_sup *s);

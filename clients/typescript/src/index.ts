@@ -17,8 +17,11 @@ export type Quantity = number | string;
 export type NetworkPolicy = 'none' | 'egress_restricted' | 'egress_allow_list' | 'full';
 export type State = 'queued' | 'running' | 'throttled' | 'frozen' | 'succeeded' | 'failed' | 'cancelled' | 'killed'
 	| 'deadline_exceeded';
+/** termination.reason: effect/outcome.c's table, in its order */
 export type Reason = 'completed' | 'failed' | 'signaled' | 'deadline' | 'memory_ceiling' | 'pids_ceiling'
-	| 'cpu_ceiling' | 'net_ceiling' | 'cancelled' | 'meter_error';
+	| 'cpu_ceiling' | 'net_ceiling' | 'cancelled' | 'meter_error' | 'storage_ceiling' | 'io_ceiling';
+export const REASONS: readonly Reason[] = ['completed', 'failed', 'signaled', 'deadline', 'memory_ceiling',
+	'pids_ceiling', 'cpu_ceiling', 'net_ceiling', 'cancelled', 'meter_error', 'storage_ceiling', 'io_ceiling'];
 export const FINAL_STATES: readonly State[] = ['succeeded', 'failed', 'cancelled', 'killed', 'deadline_exceeded'];
 
 export interface Sandbox {
