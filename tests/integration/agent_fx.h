@@ -10,9 +10,12 @@
 #ifndef BM_AGENT_FX_H
 #define BM_AGENT_FX_H
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include "runner.h"
+#include "base/common.h"
 #include "cli/client.h"
 
 /*
@@ -328,6 +331,45 @@ static json_t *wait_final_as(const char *tenant, const char *id, int timeout_ms)
 static json_t *wait_final(const char *id, int timeout_ms)
 {
 	return wait_final_as(NULL, id, timeout_ms);
+}
+
+/* An effect's output, as the agent kept it ("" if none); valid until the next call. */
+static const char *effect_log(const char *tenant, const char *id)
+{
+	static char buf[1 << 20];
+	char path[PATH_MAX + 256];
+
+	snprintf(path, sizeof(path), "%s/logs/%.64s@%.64s.log", ag.state, tenant, id);
+	if (bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		buf[0] = '\0';
+	return buf;
+}
+
+/* A connection to the agent's socket (that says nothing yet). */
+static int agent_conn(void)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(strlen(ag.sock) < sizeof(sun.sun_path));
+	memcpy(sun.sun_path, ag.sock, strlen(ag.sock) + 1);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	return fd;
+}
+
+/* Does the agent's log hold needle (on one line)? */
+static bool agent_log_has(const char *needle)
+{
+	char line[4096];
+	bool found = false;
+	FILE *f = fopen(ag.log, "re");
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return found;
 }
 
 /* A uid no test file belongs to: a second tenant, and a non-root caller. */

@@ -8,6 +8,7 @@
  * than they have; one user cannot lock the API; one agent owns a state
  * dir; ended effects go after their retention, and output past its cap.
  */
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -48,18 +49,6 @@ static int post(json_t *req)
 
 	json_decref(e);
 	return st;
-}
-
-/* The effect's output, as the agent kept it. */
-static const char *log_of(const char *tenant, const char *id)
-{
-	static char buf[1 << 20];
-	char path[PATH_MAX + 256];
-
-	snprintf(path, sizeof(path), "%s/logs/%.64s@%.64s.log", ag.state, tenant, id);
-	if (bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) < 0)
-		buf[0] = '\0';
-	return buf;
 }
 
 static void expect_state(const char *id, const char *want, int timeout_ms)
@@ -157,7 +146,7 @@ static void test_harden_identity_after_restart(void **state)
 	e = wait_final_as(tenant, "nb1", 20000);
 	assert_string_equal(jstr(e, "state"), "succeeded");
 	json_decref(e);
-	assert_string_equal(log_of(tenant, "nb1"), "65534\n");
+	assert_string_equal(effect_log(tenant, "nb1"), "65534\n");
 	expect_state("blocker", "cancelled", 5000);
 	agent_fx_finish(state);
 }
@@ -181,7 +170,7 @@ static void test_harden_tenant_uids(void **state)
 		e = wait_final_as(tenant, id, 20000);
 		assert_string_equal(jstr(e, "state"), "succeeded");
 		json_decref(e);
-		uid[i] = atol(log_of(tenant, id));
+		uid[i] = atol(effect_log(tenant, id));
 		integ_note("tenant %s runs as uid %ld", tenant, uid[i]);
 		assert_between(uid[i], 900000, 965535);
 	}
@@ -217,7 +206,7 @@ static void test_harden_isolation(void **state)
 				     json_pack("{s:b, s:b}", "read_only_root_fs", 1,
 					       "drop_all_capabilities", 1))), 201);
 	expect_state("iso", "succeeded", 20000);
-	out = log_of(token, "iso");
+	out = effect_log(token, "iso");
 	integ_note("the effect said: %s", out);
 	assert_non_null(strstr(out, "pid=2\n"));
 	assert_non_null(strstr(out, "init=bm-init\n"));
@@ -245,10 +234,17 @@ static void test_harden_isolation(void **state)
 		e = wait_final_as(script, "cwd", 20000);
 		integ_note("cwd /root as nobody: %s (%s)", jstr(e, "state"),
 			   jstr(e, "outcome.termination.reason"));
-		integ_note("its output: '%s'", log_of(script, "cwd"));
-		assert_string_not_equal(jstr(e, "state"), "succeeded");
+		integ_note("its output: '%s'", effect_log(script, "cwd"));
+		/* the request's refusal (125 as run says it, by burstmeter, EACCES), not a meter error */
+		integ_note("advice: %s", jstr(e, "outcome.retry.advice"));
+		assert_string_equal(jstr(e, "state"), "failed");
+		assert_string_equal(jstr(e, "outcome.termination.reason"), "failed");
+		assert_string_equal(jstr(e, "outcome.termination.by"), "burstmeter");
+		assert_int_equal(jint(e, "outcome.exit.code"), 125);
+		assert_non_null(strstr(jstr(e, "outcome.retry.advice"), strerror(EACCES)));
+		assert_true(jget(e, "outcome.retry.eligible") == json_false());
 		json_decref(e);
-		assert_string_equal(log_of(script, "cwd"), "");
+		assert_string_equal(effect_log(script, "cwd"), "");
 	}
 	agent_fx_finish(state);
 }
@@ -328,17 +324,87 @@ static void test_harden_effect_caller(void **state)
 	agent_fx_finish(state);
 }
 
-/* A connection to the socket that says nothing. */
-static int idle_conn(void)
+/* Was fd (just connected) refused with a 429? Accepted idle ones say nothing in 300 ms. */
+static bool refused(int fd)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct pollfd p = { fd, POLLIN, 0 };
+	char buf[512];
+	ssize_t n;
 
-	assert_true(strlen(ag.sock) < sizeof(sun.sun_path));
-	memcpy(sun.sun_path, ag.sock, strlen(ag.sock) + 1);
-	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
-	return fd;
+	if (poll(&p, 1, 300) != 1)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return strstr(buf, " 429 ") != NULL;
+}
+
+/*
+ * A child as uid that opens want connections and holds them; how many
+ * were taken comes back on *pipe_r (one byte). Ended by SIGKILL.
+ */
+static pid_t hold_conns_as(uid_t uid, int want, int *pipe_r)
+{
+	int p[2], i;
+	pid_t pid;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		unsigned char taken = 0;
+
+		close(p[0]);
+		if (setgid(uid) || setuid(uid))
+			_exit(1);
+		for (i = 0; i < want; i++)
+			taken += !refused(agent_conn());
+		if (write(p[1], &taken, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	*pipe_r = p[0];
+	return pid;
+}
+
+/*
+ * Uids together (each under its own cap) cannot take every connection the
+ * agent has: an eighth stays root's, and the eighth before it is for uids
+ * that hold none. With 16 in all and 4 a uid: four uids get 4, 4, 4 and 1
+ * (12 taken, the rest reserved), a fifth that holds none gets in, and root
+ * is served. Before, four such uids held all 16 and root was locked out.
+ */
+static void colluding_uids(void)
+{
+	enum { COLLUDERS = 4 };
+	int fd[COLLUDERS], i, total = 0;
+	pid_t pid[COLLUDERS];
+	unsigned char taken;
+	json_t *h = NULL;
+
+	agent_start("8", "max_conns: 16\nmax_conns_per_uid: 4\nidle_timeout: 30\n");
+	for (i = 0; i < COLLUDERS; i++) {
+		/* one after another: each sees what the ones before it hold */
+		pid[i] = hold_conns_as(70000 + i, 4, &fd[i]);
+		assert_int_equal(read(fd[i], &taken, 1), 1);
+		integ_note("uid %d: %u of 4 connections taken", 70000 + i, taken);
+		total += taken;
+	}
+	integ_note("%d colluding uids hold %d of 16", COLLUDERS, total);
+	assert_int_equal(total, 13);
+	/* a uid that holds none, then root: served */
+	assert_int_equal(call_as(NOBODY, "GET", "/v1/healthz", NULL), 200);
+	assert_int_equal(call("GET", "/v1/healthz", NULL, &h), 200);
+	json_decref(h);
+	for (i = 0; i < COLLUDERS; i++) {
+		kill(pid[i], SIGKILL);
+		waitpid(pid[i], NULL, 0);
+		close(fd[i]);
+	}
+	assert_int_equal(agent_stop(SIGTERM), 0);
 }
 
 /*
@@ -353,9 +419,9 @@ static void test_harden_connection_caps(void **state)
 
 	agent_start("8", "max_conns_per_uid: 4\nidle_timeout: 2\n");
 	for (i = 0; i < 4; i++)
-		fd[i] = idle_conn();
+		fd[i] = agent_conn();
 	usleep(100000);
-	extra = idle_conn();
+	extra = agent_conn();
 	n = read(extra, buf, sizeof(buf) - 1);
 	assert_true(n > 0);
 	buf[n] = '\0';
@@ -379,6 +445,9 @@ static void test_harden_connection_caps(void **state)
 		assert_int_equal(call("GET", "/v1/healthz", NULL, &h), 200);
 		json_decref(h);
 	}
+	assert_int_equal(agent_stop(SIGTERM), 0);
+	colluding_uids();
+	agent_start("8", NULL);
 	agent_fx_finish(state);
 }
 
@@ -440,7 +509,7 @@ static void test_harden_retention_and_log_cap(void **state)
 	}
 	assert_int_equal(post(sh_req("big", "yes | head -c 1000000", NULL)), 201);
 	expect_state("big", "succeeded", 20000);
-	out = log_of(token, "big");
+	out = effect_log(token, "big");
 	integ_note("the log kept %zu bytes of 1000000", strlen(out));
 	assert_between((double)strlen(out), 65536, 65536 + 200);
 	assert_non_null(strstr(out, "[burstmeter: output past 65536 bytes dropped: 934464 bytes]"));

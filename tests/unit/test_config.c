@@ -157,9 +157,27 @@ static void test_config_budget_errors_say_where(void **state)
 	assert_error_at("admit_meminfo_file: \"\"\n", 1, 21, "invalid admit_meminfo_file ''");
 }
 
+/* The API's connections all told (an eighth each for root and newcomers), and who holds ceilings. */
+static void test_config_conns_and_enforcement(void **state)
+{
+	assert_int_equal(parse(""), 0);
+	assert_int_equal(c.max_conns, 512);
+	assert_int_equal(c.max_conns_per_uid, 64);
+	assert_false(c.meter_only);
+	assert_int_equal(parse("max_conns: 16\nmax_conns_per_uid: 4\nenforcement: meter\n"), 0);
+	assert_int_equal(c.max_conns, 16);
+	assert_int_equal(c.max_conns_per_uid, 4);
+	assert_true(c.meter_only);
+	assert_int_equal(parse("enforcement: controllers\n"), 0);
+	assert_false(c.meter_only);
+	assert_error_at("max_conns: 7\n", 1, 12, "invalid max_conns '7'");
+	assert_error_at("enforcement: none\n", 1, 14, "invalid enforcement 'none'");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_config_conns_and_enforcement),
 		cmocka_unit_test(test_config_loads),
 		cmocka_unit_test(test_config_socket_mode),
 		cmocka_unit_test(test_config_error_is_one_printable_line),

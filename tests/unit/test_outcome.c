@@ -180,6 +180,25 @@ static void test_retry_advice_names_what_to_change(void **state)
 	}
 }
 
+/* A launch refused before exec (its cwd, its identity): failed 125, said why, not retried as is. */
+static void test_retry_launch_refused(void **state)
+{
+	char *argv[] = { "pwd", NULL };
+	struct bm_outcome o = { .argv = argv, .reason = BM_REASON_FAILED, .exit_code = 125,
+				.start_errno = EACCES };
+
+	(void)state;
+	bm_outcome_retry(&o);
+	assert_false(o.retry_eligible);
+	assert_non_null(strstr(o.advice, strerror(EACCES)));
+	assert_non_null(strstr(o.advice, "cwd"));
+	/* 125 from the command itself is its own failure: nothing said for it */
+	o.start_errno = 0;
+	bm_outcome_retry(&o);
+	assert_true(o.retry_eligible);
+	assert_string_equal(o.advice, "");
+}
+
 static void test_reason_names_match_the_contract(void **state)
 {
 	static const char *const want[BM_REASON__MAX] = {
@@ -751,6 +770,7 @@ int main(void)
 		cmocka_unit_test(test_classify_every_ending),
 		cmocka_unit_test(test_retry_eligibility_for_every_reason),
 		cmocka_unit_test(test_retry_advice_names_what_to_change),
+		cmocka_unit_test(test_retry_launch_refused),
 		cmocka_unit_test(test_reason_names_match_the_contract),
 		cmocka_unit_test(test_json_identity_and_limits),
 		cmocka_unit_test(test_json_peaks_averages_totals),

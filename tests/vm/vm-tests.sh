@@ -61,6 +61,13 @@ vm_filter() {
 		echo 'test_faults_kill9_at_each_launch_step test_faults_full_state_dir' \
 			'test_faults_ring_storm test_faults_cgroup_busy'
 		;;
+	test_promises)
+		# Two tenants' names side by side are cgroups: they run here. A stream that is never
+		# read (a minute of windows), re-adoption, retention and uids are the agent's own
+		# logic, with restarts that take minutes under TCG; the host runs them.
+		echo 'test_promises_slow_reader_cut test_promises_attach_same_process' \
+			'test_promises_retention_periodic test_promises_uid_after_restart'
+		;;
 	test_sandbox)
 		# What depends on the kernel runs here: the mounts (mount_setattr; open_tree and
 		# move_mount for the workspace, run's and the agent's) and the network (a netns of

@@ -80,8 +80,21 @@ static void exec_opts(const struct bm_agent *a, struct ag_effect *e, struct bm_e
 	bm_sandbox_exec(&e->req.sandbox, &c, x, &e->sup.out.sbx);
 }
 
-/* The command could not even start: it still gets an outcome and a final state, now. */
-static void start_failed(struct bm_agent *a, struct ag_effect *e, int exec_errno, const char *what, int err)
+/* What the kernel says to a launch that asks for what its uid may not have (a cwd, an id). */
+static bool refusal(int err)
+{
+	return err == -EACCES || err == -EPERM || err == -ENOENT || err == -ENOTDIR ||
+	       err == -ELOOP || err == -ENAMETOOLONG;
+}
+
+/*
+ * The command could not even start: it still gets an outcome and a final
+ * state, now. exec_errno: exec refused it (126, 127); launch and refused
+ * before exec (its cwd not its uid's to enter, ...): the request's failure,
+ * failed 125 as run says it; else a step of burstmeter's own (meter_error).
+ */
+static void start_failed(struct bm_agent *a, struct ag_effect *e, int exec_errno, bool launch,
+			 const char *what, int err)
 {
 	if (exec_errno) {
 		bm_outcome_classify(&e->sup.out, 0, false, exec_errno);
@@ -89,6 +102,11 @@ static void start_failed(struct bm_agent *a, struct ag_effect *e, int exec_errno
 	} else {
 		bm_warn("failed to %s for %s/%s: %s", what, e->tenant, e->req.id, strerror(-err));
 		bm_sup__never_ran(&e->sup, what, err);
+		if (launch && refusal(err)) {
+			e->sup.out.reason = BM_REASON_FAILED;
+			e->sup.out.exit_code = 125;
+			e->sup.out.start_errno = -err;
+		}
 	}
 	/* what is said here stands: the meter's finish must not judge a command that never ran */
 	e->sup.not_run = true;
@@ -194,6 +212,7 @@ void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_op
 	so->cpu_cap = ag_tenant_may_cap(a, e->tenant);
 	/* its /tmp a tmpfs of max_ephemeral_storage (ours; run's for an attach), its workspace */
 	bm_sup_places(so, &e->req.sandbox, e->req.cwd ? e->req.cwd : "/");
+	so->meter_only = a->cfg.meter_only;
 	so->shared_timers = true;
 	so->timers_moved = ag_timers_moved;
 	so->timers_ctx = (void *)e;
@@ -242,16 +261,16 @@ static void start(struct bm_agent *a, struct ag_effect *e)
 	/* a pod's call in the pod's cgroup, beside its containers: the pod's limits hold it */
 	ret = bm_sup__start(&e->sup, a->loader, &a->env, e->pod ? e->pod->dir : a->parent, &so);
 	if (ret)
-		return start_failed(a, e, 0, e->sup.failed_step, ret);
+		return start_failed(a, e, 0, false, e->sup.failed_step, ret);
 	bm_fault("launch-cgroup");
 	ag_set_cg(a, e);
 	ret = egress(a, e);
 	if (ret)
-		return start_failed(a, e, 0, "filter its egress", ret);
+		return start_failed(a, e, 0, false, "filter its egress", ret);
 	/* an attach without its pid waits for it (ag_attach()) */
 	ret = e->req.mode == BM_REQ_LAUNCH ? launch(a, e) : e->req.attach_pid ? attach(a, e) : 0;
 	if (ret)
-		return start_failed(a, e, ret > 0 ? ret : 0, "start the command", ret);
+		return start_failed(a, e, ret > 0 ? ret : 0, true, "start the command", ret);
 	if (e->launching)
 		return;
 	running(a, e);
@@ -290,7 +309,7 @@ void ag_launched(struct bm_agent *a, struct ag_effect *e, const struct bm_spawne
 	if (a->hooks.launched)
 		a->hooks.launched(a->hooks.ctx, e->seq);
 	if (m->ret)
-		return start_failed(a, e, m->ret > 0 ? m->ret : 0, "start the command", m->ret);
+		return start_failed(a, e, m->ret > 0 ? m->ret : 0, true, "start the command", m->ret);
 	e->shim.pid = m->shim_pid;
 	ag_set_shim_id(a, e, m->shim_id);
 	/* its end would not be found (no memory to index it): watched here instead */
@@ -546,12 +565,29 @@ void ag_end_unstarted(struct bm_agent *a, struct ag_effect *e, enum bm_reason re
  * Cancellation is a transition of every state: queued ends now; launching
  * once its command runs; running by SIGTERM, then cgroup.kill after the
  * grace; ended: -EALREADY. The wish is stored first: a restart honours it.
+ * A store that refuses it (a full disk) leaves the effect as it was and
+ * says so (-ENOSPC, -EIO): a cancel answered is never lost to a restart.
  */
 int ag_cancel(struct bm_agent *a, struct ag_effect *e)
 {
+	int err;
+
 	if (bm_state_final(e->state) || e->sup.phase > BM_SUP_RUNNING)
 		return -EALREADY;
-	(void)bm_store__cancel(a->store, e->tenant, e->req.id, (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC));
+	err = bm_store__cancel(a->store, e->tenant, e->req.id,
+			       (int64_t)(bm_wall_ns() / BM_NSEC_PER_MSEC));
+	if (err) {
+		bm_warn("failed to store the cancel of %s@%s: %s: not cancelled", e->tenant,
+			e->req.id, strerror(-err));
+		return err;
+	}
+	return ag_cancel_stored(a, e);
+}
+
+int ag_cancel_stored(struct bm_agent *a, struct ag_effect *e)
+{
+	if (bm_state_final(e->state) || e->sup.phase > BM_SUP_RUNNING)
+		return -EALREADY;
 	if (!e->started) {
 		ag_end_unstarted(a, e, BM_REASON_CANCELLED, NULL);
 		return 0;

@@ -33,8 +33,14 @@ int ag_pod_from_json(const char *text, struct ag_pod **out);
 /* An effect that never started ends: an outcome with reason (and advice), stored, freed. */
 void ag_end_unstarted(struct bm_agent *a, struct ag_effect *e, enum bm_reason reason,
 		      const char *advice);
-/* Cancel an effect (SIGTERM, then kill after the grace): 0, or -EALREADY (it has ended). */
+/*
+ * Cancel an effect (SIGTERM, then kill after the grace), the cancel stored
+ * first: 0, -EALREADY (it has ended), or the store's -errno (-ENOSPC: a
+ * full disk), the effect then left as it was.
+ */
 int ag_cancel(struct bm_agent *a, struct ag_effect *e);
+/* ag_cancel() of an effect whose cancel the store holds already (adoption). */
+int ag_cancel_stored(struct bm_agent *a, struct ag_effect *e);
 /*
  * The process of an attach that gave no pid (its cgroup made, waiting):
  * pid as the caller numbers it, its descendant; one cloned into the

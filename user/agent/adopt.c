@@ -185,7 +185,7 @@ static void settle(struct bm_agent *a)
 		e = a->eff[i];
 		if (e->started || e->queue_i) {
 			if (e->adopt_cancel && e->started)
-				(void)ag_cancel(a, e);
+				(void)ag_cancel_stored(a, e);
 			e->adopt_cancel = false;
 			continue;
 		}

@@ -145,8 +145,19 @@ static void arm_timers(struct bm_agent *a)
 	bm_timerfd_at(a->timers_fd, at);
 }
 
-/* Ended effects past their retention are deleted once a minute (and at the start). */
+/*
+ * Ended effects past their retention are deleted at the start, then once a
+ * minute, or once each retention if that is shorter: none outlives it by
+ * more than that.
+ */
 #define RETAIN_TICKS (60 * BM_NSEC_PER_SEC / AG_TICK_NS)
+
+static uint64_t retain_ticks(const struct bm_agent *a)
+{
+	uint64_t n = a->cfg.retention_ns / AG_TICK_NS;
+
+	return n < 1 ? 1 : n > RETAIN_TICKS ? RETAIN_TICKS : n;
+}
 
 /* What an end made room for starts now, outside whatever ended it. */
 static void dispatch_done(struct bm_agent *a)
@@ -178,7 +189,7 @@ static void dispatch(struct bm_agent *a, struct ag_tag *t)
 			a->resched |= a->queue.n > 0;
 			if (a->n_remains)
 				ag_tend_remains(a);
-			if (++a->ticks % RETAIN_TICKS == 0)
+			if (++a->ticks % retain_ticks(a) == 0)
 				ag_retain(a);
 		}
 		break;

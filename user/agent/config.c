@@ -41,6 +41,7 @@ void bm_agent_cfg_default(struct bm_agent_cfg *c)
 	c->retention_effects = 10000;
 	/* a local user holds a few connections at once: more is one starving the others */
 	c->max_conns_per_uid = 64;
+	c->max_conns = 512;
 	/*
 	 * 1 MiB of ring buffer (~18,700 records): 10,000 effects ending together
 	 * send one each within a few hundred ms, and 256 KiB lost half of them
@@ -82,7 +83,7 @@ struct y_cfg {
 	char *admit_meminfo_file;
 	char *max_metric_tenants;
 	char *uid_min, *uid_max, *max_log_bytes, *retention, *retention_effects, *max_conns_per_uid;
-	char *idle_timeout, *ring_buffer, *pressure_action;
+	char *max_conns, *idle_timeout, *ring_buffer, *pressure_action, *enforcement;
 	struct y_tenant *tenants;
 	unsigned int tenants_count;
 	struct y_budgets *budgets;
@@ -142,7 +143,8 @@ static const cyaml_schema_field_t cfg_fields[] = {
 	STR(admit_cpu_pressure), STR(admit_cpu_pressure_file), STR(admit_mem_available), STR(max_tools),
 	STR(admit_meminfo_file), STR(max_metric_tenants),
 	STR(uid_min), STR(uid_max), STR(max_log_bytes), STR(retention), STR(retention_effects),
-	STR(max_conns_per_uid), STR(idle_timeout), STR(ring_buffer), STR(pressure_action),
+	STR(max_conns_per_uid), STR(max_conns), STR(idle_timeout), STR(ring_buffer),
+	STR(pressure_action), STR(enforcement),
 	CYAML_FIELD_SEQUENCE("tenants", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL, struct y_cfg, tenants,
 			     &tenant_schema, 0, BM_AGENT_MAX_TENANTS),
 	CYAML_FIELD_MAPPING_PTR("budgets", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL, struct y_cfg,
@@ -430,6 +432,7 @@ static int apply(struct ctx *x, const struct y_cfg *y, struct bm_agent_cfg *c)
 				&c->retention_effects);
 	err = err ?: uint_field(x, "max_conns_per_uid", y->max_conns_per_uid, 1, 100000,
 				&c->max_conns_per_uid);
+	err = err ?: uint_field(x, "max_conns", y->max_conns, 8, 65536, &c->max_conns);
 	err = err ?: uint_field(x, "idle_timeout", y->idle_timeout, 1, 3600, &c->idle_timeout_s);
 	if (!err && y->ring_buffer) {
 		uint64_t rb;
@@ -451,6 +454,14 @@ static int apply(struct ctx *x, const struct y_cfg *y, struct bm_agent_cfg *c)
 				   "invalid pressure_action '%s': expected pause or "
 				   "throttle_top",
 				   y->pressure_action);
+	}
+	if (!err && y->enforcement) {
+		if (!strcmp(y->enforcement, "meter"))
+			c->meter_only = true;
+		else if (strcmp(y->enforcement, "controllers"))
+			err = FAIL(x, "enforcement",
+				   "invalid enforcement '%s': expected controllers or meter",
+				   y->enforcement);
 	}
 	c->window_ns = (uint64_t)window_ms * BM_NSEC_PER_MSEC;
 	c->admit_cpu_pressure = pressure;

@@ -75,11 +75,17 @@ struct bm_agent_cfg {
 	uint64_t retention_ns;		/* ended effects (rows, logs) kept this long */
 	unsigned int retention_effects;	/* and at most this many of them */
 	unsigned int max_conns_per_uid;	/* API connections a uid may hold at once */
+	unsigned int max_conns;		/* all uids together; an eighth kept for root, one for newcomers */
 	unsigned int idle_timeout_s;	/* an API connection with nothing to say is closed */
 	uint32_t ring_bytes;		/* the meter's ring buffer (a power of 2) */
 	struct bm_tenant_map tenants[BM_AGENT_MAX_TENANTS];
 	unsigned int n_tenants;
 	enum bm_pressure_action pressure_action;
+	/*
+	 * enforcement: meter: no controllers, the meter holds every ceiling (its
+	 * kernel kills), as run --meter-only; a node that delegates none, and tests
+	 */
+	bool meter_only;
 	/* budgets: every tenant's, unless it has its own; no rate: no budget */
 	struct bm_budget_cfg budget;
 	struct bm_tenant_budget budgets[BM_AGENT_MAX_TENANTS];

@@ -316,9 +316,14 @@ static enum MHD_Result events(const struct call *k)
 static enum MHD_Result cancel(const struct call *k)
 {
 	struct ag_effect *e = ag_find(k->api->a, k->who->tenant, k->id);
+	int err = e ? ag_cancel(k->api->a, e) : -EALREADY;
 
-	if (!e || ag_cancel(k->api->a, e))
+	if (err == -EALREADY)
 		return ag_api_error(k->c, MHD_HTTP_CONFLICT, "the effect has ended");
+	/* not stored, so not done: the effect goes on as it was, the caller may ask again */
+	if (err)
+		return ag_api_error(k->c, MHD_HTTP_SERVICE_UNAVAILABLE,
+				    "failed to store the cancel (the state dir is full?): not cancelled");
 	return ag_api_reply(k->c, MHD_HTTP_ACCEPTED, ag_effect_json(k->api->a, k->who->tenant, k->id), 0);
 }
 

@@ -251,14 +251,44 @@ static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
 	}
 }
 
-/* One over its uid's share: told so in a line of HTTP, and closed (best effort: it is not read). */
-static void refuse_busy(int fd, uid_t uid, unsigned int cap)
+/* Connections of the API socket, all uids together. */
+static unsigned int conns_held(const struct bm_api *api)
 {
-	char body[160], msg[400];
+	unsigned int i, n = 0;
+
+	for (i = 0; i < api->n_uids; i++)
+		n += api->uids[i].n;
+	return n;
+}
+
+/*
+ * May uid, holding held connections, have one more? Its own cap, then the
+ * node's: of max_conns the last eighth is root's alone, and the eighth
+ * before it only for uids that hold none, so that no number of uids
+ * together locks out root, or a uid that has not connected yet.
+ */
+static const char *conn_refusal(const struct bm_api *api, uid_t uid, unsigned int held)
+{
+	unsigned int max = api->a->cfg.max_conns, reserve = max / 8 ? max / 8 : 1;
+	unsigned int total = conns_held(api);
+
+	if (held >= api->a->cfg.max_conns_per_uid)
+		return "the most one uid may";
+	if (total >= max || (uid && total + reserve >= max) ||
+	    (uid && held && total + 2 * reserve >= max))
+		return "and the agent all it takes from such uids (the rest is kept for root and "
+		       "for uids that hold none)";
+	return NULL;
+}
+
+/* One over its share: told so in a line of HTTP, and closed (best effort: it is not read). */
+static void refuse_busy(int fd, uid_t uid, unsigned int held, const char *why)
+{
+	char body[256], msg[512];
 	int n;
 
-	snprintf(body, sizeof(body), "{\"error\":\"uid %u holds %u connections to the agent, "
-		 "the most one uid may\"}", (unsigned int)uid, cap);
+	snprintf(body, sizeof(body), "{\"error\":\"uid %u holds %u connections to the agent, %s\"}",
+		 (unsigned int)uid, held, why);
 	n = snprintf(msg, sizeof(msg), "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json"
 		     "\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
 		     strlen(body), body);
@@ -269,7 +299,7 @@ static void refuse_busy(int fd, uid_t uid, unsigned int cap)
 /*
  * The API socket is ours to accept on: the caller's uid is known before MHD
  * sees it, so one local user holding idle connections cannot lock every
- * tenant out (the daemon's own limit is for everyone together).
+ * tenant out, nor can a few users together (conn_refusal()).
  */
 static void accept_api(void *ctx)
 {
@@ -277,6 +307,7 @@ static void accept_api(void *ctx)
 	struct sockaddr_un sun;
 	struct ucred cred;
 	socklen_t len, clen;
+	const char *why;
 	unsigned int *n;
 	int fd;
 
@@ -291,8 +322,9 @@ static void accept_api(void *ctx)
 			continue;
 		}
 		n = uid_slot(api, cred.uid, false);
-		if (n && *n >= api->a->cfg.max_conns_per_uid) {
-			refuse_busy(fd, cred.uid, api->a->cfg.max_conns_per_uid);
+		why = conn_refusal(api, cred.uid, n ? *n : 0);
+		if (why) {
+			refuse_busy(fd, cred.uid, n ? *n : 0, why);
 			continue;
 		}
 		/* MHD closes it on failure */
@@ -328,7 +360,7 @@ static struct MHD_Daemon *start_daemon(int fd, MHD_AccessHandlerCallback handler
 					MHD_USE_ERROR_LOG, 0, NULL, NULL, handler, api,
 					MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 					MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT,
-					(unsigned int)512, MHD_OPTION_NOTIFY_COMPLETED, ag_api_completed, api,
+					api->a->cfg.max_conns, MHD_OPTION_NOTIFY_COMPLETED, ag_api_completed, api,
 					MHD_OPTION_NOTIFY_CONNECTION, conn_notify, api, MHD_OPTION_END);
 	return MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, handler, api,
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, fd,

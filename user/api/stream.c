@@ -73,6 +73,8 @@ static void push(struct ag_effect *e, json_t *line)
 			if (!st->full_since_ns)
 				st->full_since_ns = bm_now_ns();
 			else if (bm_now_ns() - st->full_since_ns > api_idle_ns(e)) {
+				bm_warn("an events stream of %s@%s cut: its reader left 1 MiB unread for "
+					"%u s", e->tenant, e->req.id, e->agent->cfg.idle_timeout_s);
 				st->ended = true;
 				st->len = st->off = 0;
 				stream_wake(st);

@@ -76,7 +76,13 @@ void bm_outcome_retry(struct bm_outcome *o)
 	case BM_REASON_SIGNALED:
 		break;
 	case BM_REASON_FAILED:
-		if (o->exit_code == 126 || o->exit_code == 127) {
+		/* refused before exec (its cwd, its ids): the same request meets the same refusal */
+		if (o->exit_code == 125 && o->start_errno) {
+			o->retry_eligible = false;
+			snprintf(o->advice, sizeof(o->advice),
+				 "it never started: its launch was refused (%s); give it a cwd and an "
+				 "identity its uid may have", strerror(o->start_errno));
+		} else if (o->exit_code == 126 || o->exit_code == 127) {
 			o->retry_eligible = false;
 			snprintf(o->advice, sizeof(o->advice), "'%s' %s; fix the command",
 				 o->argv && o->argv[0] ? o->argv[0] : "",

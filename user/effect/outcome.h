@@ -87,6 +87,7 @@ struct bm_outcome {
 	unsigned int n_actions;
 	double throttled_s, frozen_s;
 	int exit_code;			/* -1 if killed by a signal or never started */
+	int start_errno;		/* its launch refused before exec (exit_code 125): why */
 	int exit_signal;		/* 0 if none */
 	enum bm_reason reason;
 	const char *by;			/* process, signal, deadline, policy, kernel, burstmeter */
