@@ -23,6 +23,10 @@ cgroup_dirs=""
 pin_dir=/sys/fs/bpf/$id
 mounted_bpffs=""
 top=/nonexistent
+image=""
+archive=""
+first=""
+second=""
 
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
@@ -72,17 +76,30 @@ cleanup() {
 	[ -z "$left" ] || echo "# test_container: could not remove$left" >&2
 	rm -rf "$pin_dir"
 	[ -n "$mounted_bpffs" ] && umount /sys/fs/bpf
+	for i in "$image" $first; do
+		[ -n "$i" ] && podman rmi "$i" >/dev/null 2>&1
+	done
+	[ -n "$archive" ] && rm -f "$archive"
 	[ -n "$tmp" ] && rm -rf "$tmp"
 	mounted_bpffs=""
 }
 trap cleanup EXIT
 trap 'exit 1' HUP INT PIPE TERM
 
-# --- the image, as `make image` builds it
-out=$(tools/image.sh "$O" 2>&1)
-check "make image builds the image ($out)" [ -n "$(echo "$out" | grep 'built localhost/burstmeter:')" ]
+# --- the image, as `make image` builds it, under a name of the test's own (removed at the end)
 version=$("$O/burstmeter" --version | awk '{print $2}')
-image=localhost/burstmeter:$version
+image_name=localhost/$id
+image=$image_name:$version
+archive=$O/$id-$version.oci.tar
+out=$(tools/image.sh "$O" "$image_name" 2>&1)
+check "make image builds the image ($out)" [ -n "$(echo "$out" | grep "built $image,")" ]
+# built again under the same tag: the first image goes, not left dangling
+first=$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null)
+out2=$(tools/image.sh "$O" "$image_name" 2>&1)
+second=$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null)
+note "rebuilt: $first -> $second"
+check "a rebuild under the same tag removes the image it replaces ($out2)" \
+	sh -c "[ -n '$first' ] && [ -n '$second' ] && [ '$first' != '$second' ] && ! podman image exists '$first'"
 
 # --- the node: a BPF filesystem (the agent's init step mounts one where none is; here the
 # test does, so that the pins outlive the first container), host directories
@@ -281,7 +298,11 @@ nothing_left() {
 	for d in $cgroup_dirs; do
 		[ -d "$d" ] && return 1
 	done
-	[ ! -e "$pin_dir" ] && [ ! -e "$tmp" ]
+	# the image it built (both builds) and its archive
+	for i in "$image" $first $second; do
+		podman image exists "$i" && return 1
+	done
+	[ ! -e "$archive" ] && [ ! -e "$pin_dir" ] && [ ! -e "$tmp" ]
 }
 
 scenario host host
@@ -294,7 +315,7 @@ caps=${BM_DEPLOY_CAPS:-SYS_ADMIN,SETUID,SETGID,SETPCAP,NET_ADMIN,KILL,SYS_PTRACE
 scenario caps private
 cleanup
 trap - EXIT
-check "nothing is left: containers, cgroups, pins, temporary files" nothing_left
+check "nothing is left: containers, images, cgroups, pins, temporary files" nothing_left
 
 echo "# test_container: $((n - failed)) passed, $failed failed"
 [ "$failed" = 0 ]
