@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "runner.h"
+#include "base/common.h"
 #include "cli/client.h"
 
 /*
@@ -52,6 +53,14 @@ static void dump_file(const char *who, const char *path)
 		print_error("  %s: %s", who, line);
 	if (f)
 		fclose(f);
+}
+
+/* Does a log (its first 64 KiB) hold needle? */
+static bool log_has(const char *log, const char *needle)
+{
+	static char buf[1 << 16];
+
+	return bm_read_file(AT_FDCWD, log, buf, sizeof(buf)) > 0 && strstr(buf, needle);
 }
 
 /*
