@@ -10,7 +10,7 @@ bench="libbpf-tools bubblewrap stress-ng linux-perf util-linux"
 # the harness tests' (tests/harness/run.sh asks for it only where node or npm is missing)
 node="nodejs npm"
 # make image and tests/deploy: the image (buildah, podman, runc: crun refuses hybrid cgroups), the manifests
-deploy="buildah podman runc jq curl kubectl nodejs"
+deploy="buildah podman runc jq curl kubectl nodejs python3-yaml"
 
 want=""
 for set in ${@:-build test}; do
