@@ -34,7 +34,7 @@ static void agent_start_in_dir(const char *cfg)
 			 "--state-dir", ag.state, "--pin-dir", ag.pins, "--metrics", "", NULL };
 	char procs[PATH_MAX + 96];
 	FILE *f;
-	int t, fd;
+	int fd;
 
 	f = fopen(ag.cfg, "we");
 	assert_non_null(f);
@@ -54,17 +54,7 @@ static void agent_start_in_dir(const char *cfg)
 		execv(argv[0], argv);
 		_exit(127);
 	}
-	for (t = 0; t < AGENT_READY_MS; t += 10) {
-		json_t *out = NULL;
-
-		if (bm_client_call(ag.sock, "GET", "/v1/healthz", NULL, &out, 1000) == 200) {
-			json_decref(out);
-			return;
-		}
-		assert_alive(&ag.pid, "agent", ag.log);
-		usleep(10000);
-	}
-	fail_msg("the agent did not answer on %s (log %s)", ag.sock, ag.log);
+	agent_wait_ready();
 }
 
 /* Is pid listed in cgroup directory d's cgroup.procs? */
