@@ -58,7 +58,8 @@ mount -t tmpfs -o size=64m,mode=0755 bm-run /run/burstmeter &&
 	mount -t tmpfs -o size=64m,mode=0700 bm-state /var/lib/burstmeter &&
 	ip link set lo up
 check "the agent's default directories are the test's own (tmpfs), loopback is up" \
-	sh -c '[ "$(stat -f -c %T /var/lib/burstmeter)" = tmpfs ] && [ -z "$(ls -A /var/lib/burstmeter)" ]'
+	sh -c '[ "$(stat -f -c %T /run/burstmeter)" = tmpfs ] && [ "$(stat -f -c %T /var/lib/burstmeter)" = tmpfs ] &&
+	       [ -z "$(ls -A /var/lib/burstmeter)" ] && ip -o link show lo | grep -q "[<,]UP[,>]"'
 
 tmp=$(mktemp -d /tmp/bm-makerun.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -81,7 +82,7 @@ outcome=$(grep '^{"schema":"burstmeter.outcome/v1"' "$tmp/out" | head -1)
 note "demo: $(echo "$outcome" | jq -c '{id, wall: .wall_seconds, exit: .exit, peak_cpu: .peak.cpu_cores, peak_mem: .peak.memory_bytes, windows: .totals.windows}' 2>/dev/null)"
 check "the standalone demo ran and printed its outcome (exit 0, metered)" sh -c "
 	echo '$outcome' | jq -e '.id == \"demo\" and .exit.code == 0 and .totals.windows > 100 and .peak.cpu_cores > 0.5' >/dev/null"
-check "the agent answered burstmeter health on /run/burstmeter/api.sock in $((i / 5)) s (pid ${agent:-none})" \
+check "the agent answered burstmeter health on /run/burstmeter/api.sock, $((i / 5)) s after make run began (pid ${agent:-none})" \
 	[ -n "$agent" ]
 check "the agent mounted a BPF filesystem at /sys/fs/bpf itself and pinned its meter there" \
 	sh -c "is_bpffs() { [ \"\$(stat -f -c %T \"\$1\")\" = bpf_fs ]; }; is_bpffs /sys/fs/bpf && [ -d /sys/fs/bpf/burstmeter ]"
