@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/common.h"
+#include "base/version.h"
 #include "cli/advise_cmd.h"
 #include "cli/agent_cmds.h"
 #include "cli/mcp.h"
@@ -15,10 +16,6 @@
 #include "cli/run.h"
 #include "views/hist.h"
 #include "views/top.h"
-
-#ifndef BM_VERSION
-#define BM_VERSION "0.1.0"
-#endif
 
 struct cmd {
 	const char *name;

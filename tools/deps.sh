@@ -12,7 +12,7 @@ bench="libbpf-tools bubblewrap stress-ng linux-perf util-linux"
 # harness suite passes on 18.20.4 (checked 2026-12-02); run.sh refuses a node below 18 (the sdk's)
 node="nodejs npm"
 # make image and tests/deploy: the image (buildah, podman, runc: crun refuses hybrid cgroups), the manifests
-deploy="buildah podman runc jq curl kubectl nodejs"
+deploy="buildah podman runc jq curl kubectl nodejs python3-yaml"
 
 want=""
 for set in ${@:-build test}; do

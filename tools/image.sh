@@ -3,7 +3,9 @@
 # Build the OCI image offline with buildah: FROM scratch plus burstmeter, bm-agent, bm-shim
 # (static) and the shared libraries they load (ldd), tagged with burstmeter's version, and an
 # OCI archive of it for nodes to import (ctr -n k8s.io images import ...).
-# Usage: tools/image.sh BUILD_DIR [NAME]   (NAME default localhost/burstmeter)
+# Usage: tools/image.sh BUILD_DIR [NAME]   (NAME default localhost/burstmeter; the archive is
+# BUILD_DIR/<last part of NAME>-VERSION.oci.tar). The image that NAME:VERSION named before is
+# removed once the new one takes the tag, unless something still uses it.
 set -eu
 
 O=${1:?usage: tools/image.sh BUILD_DIR [NAME]}
@@ -50,9 +52,19 @@ for t in xterm xterm-256color screen screen-256color tmux-256color linux vt100 d
 done
 cp deploy/Containerfile "$ctx/Containerfile"
 
+# the image this tag names now: dangling (and ~16 MB lost) once the tag moves to the new one
+old=$(podman image inspect --format '{{.Id}}' "$name:$version" 2>/dev/null || true)
 buildah build --quiet --layers=false --network none --build-arg "VERSION=$version" \
 	-f "$ctx/Containerfile" -t "$name:$version" "$ctx" >/dev/null
-rm -f "$O/burstmeter-$version.oci.tar"
-podman save --quiet --format oci-archive -o "$O/burstmeter-$version.oci.tar" "$name:$version"
+new=$(podman image inspect --format '{{.Id}}' "$name:$version")
+# only when no tag is left on it (another name may share it) and no container uses it (rmi
+# without --force refuses then)
+if [ -n "$old" ] && [ "$old" != "$new" ] &&
+	[ "$(podman image inspect --format '{{len .RepoTags}}' "$old" 2>/dev/null)" = 0 ]; then
+	podman rmi "$old" >/dev/null 2>&1 || echo "burstmeter: kept the previous $name:$version ($old): in use" >&2
+fi
+archive=$O/${name##*/}-$version.oci.tar
+rm -f "$archive"
+podman save --quiet --format oci-archive -o "$archive" "$name:$version"
 size=$(podman image inspect --format '{{.Size}}' "$name:$version")
-echo "burstmeter: built $name:$version, $((size / 1024)) KiB ($(du -k "$O/burstmeter-$version.oci.tar" | cut -f1) KiB as $O/burstmeter-$version.oci.tar)"
+echo "burstmeter: built $name:$version, $((size / 1024)) KiB ($(du -k "$archive" | cut -f1) KiB as $archive)"

@@ -70,7 +70,8 @@ check "npm kubernetes-models and @kubernetes-models/prometheus-operator are inst
 	test -d "$npm/node_modules/kubernetes-models" -a -d "$npm/node_modules/@kubernetes-models/prometheus-operator"
 # resolved from $npm: the script runs from there
 cp tests/deploy/validate-manifests.mjs "$npm/validate-manifests.mjs"
-tap_of node "$npm/validate-manifests.mjs" --podspec "$(cd "$O" && pwd)/burstmeter" \
+version=$("$O/burstmeter" --version | awk '{print $2}')
+tap_of node "$npm/validate-manifests.mjs" --version "$version" --podspec "$(cd "$O" && pwd)/burstmeter" \
 	"$(pwd)/tests/fixtures/pods/spec/seed.request.json" "$tmp/rendered.yaml" \
 	deploy/kubernetes/examples/sandbox-pod.yaml
 check "validate-manifests passed" [ "$rc" = 0 ]

@@ -4,8 +4,10 @@
 // Operator CRD's schema, @kubernetes-models/prometheus-operator), then what the agent needs
 // from its DaemonSet, checked field by field. TAP lines on stdout.
 //
-// Usage: node validate-manifests.mjs [--podspec BURSTMETER REQUEST.json] RENDERED.yaml [EXTRA.yaml...]
-//        (--podspec: the PriorityClasses are the ones `burstmeter podspec` names for priority 1..10)
+// Usage: node validate-manifests.mjs --version VERSION [--podspec BURSTMETER REQUEST.json]
+//          RENDERED.yaml [EXTRA.yaml...]
+//        (VERSION: `burstmeter --version`'s, which the images' tag must be;
+//        --podspec: the PriorityClasses are the ones `burstmeter podspec` names for priority 1..10)
 //        node validate-manifests.mjs --expect-invalid FILE.yaml   (the validator's own check)
 // Run with NODE_PATH-free resolution from build/npm (the test copies this file there).
 import { execFileSync } from "node:child_process";
@@ -54,7 +56,12 @@ async function validate(obj) {
   }
 }
 
-const args = process.argv.slice(2);
+let args = process.argv.slice(2);
+let version = "";
+if (args[0] === "--version") {
+  version = args[1] || "";
+  args = args.slice(2);
+}
 let podspec = null;
 if (args[0] === "--podspec") podspec = args.splice(0, 3).slice(1);
 if (args[0] === "--expect-invalid") {
@@ -122,6 +129,14 @@ check("/metrics on the pod's own address, port named metrics",
   agent.args.join(" ").includes("--metrics $(POD_IP):9477") &&
   agent.env.some((e) => e.name === "POD_IP" && e.valueFrom?.fieldRef?.fieldPath === "status.podIP") &&
   agent.ports.some((p) => p.name === "metrics" && p.containerPort === 9477));
+
+// kustomization.yaml's newTag is the version make image tags the image with: every container
+// and init step of every DaemonSet here runs that image
+const tags = objs.filter((o) => o.kind === "DaemonSet")
+  .flatMap((d) => [...d.spec.template.spec.containers, ...(d.spec.template.spec.initContainers || [])])
+  .map((c) => String(c.image).split(":").pop());
+check(`every DaemonSet container's image tag is burstmeter --version's (${version || "not given"})`,
+  version !== "" && tags.length > 0 && tags.every((t) => t === version), `tags ${tags.join(", ")}`);
 
 const cfgVol = vol("config")?.configMap?.name;
 check("the ConfigMap the pod mounts is the generated one", cfgVol === cm.metadata.name);

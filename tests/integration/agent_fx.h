@@ -57,6 +57,14 @@ static void dump_file(const char *who, const char *path)
 		fclose(f);
 }
 
+/* Does a log (its first 64 KiB) hold needle? */
+static bool log_has(const char *log, const char *needle)
+{
+	static char buf[1 << 16];
+
+	return bm_read_file(AT_FDCWD, log, buf, sizeof(buf)) > 0 && strstr(buf, needle);
+}
+
 /*
  * Stop a child of ours: sig, then SIGKILL if it is not gone in grace_ms.
  * Returns its wait status (0 if there was none) and sets *pid to 0.
@@ -149,24 +157,14 @@ static int agent_fx_init(const char *tag, const char *pin_prefix)
  * host:port). Returns once GET /v1/healthz answers 200; fails, with the
  * log, if the agent exits first or does not answer in AGENT_READY_MS.
  */
-static void agent_start_cfg(const char *metrics, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void agent_start_cfg(const char *metrics, const char *fmt, ...)
+/*
+ * Until the agent started as ag.pid answers GET /v1/healthz with 200; fails,
+ * with its log, if it exits first or does not answer in AGENT_READY_MS.
+ */
+static void agent_wait_ready(void)
 {
-	char *argv[] = { (char *)bm_bin, "agent", "--config", ag.cfg, "--socket", ag.sock,
-			 "--state-dir", ag.state, "--pin-dir", ag.pins, "--metrics",
-			 (char *)metrics, NULL };
-	va_list ap;
-	FILE *f;
 	int t;
 
-	f = fopen(ag.cfg, "we");
-	assert_non_null(f);
-	va_start(ap, fmt);
-	assert_true(vfprintf(f, fmt, ap) >= 0);
-	va_end(ap);
-	assert_int_equal(fclose(f), 0);
-	ag.pid = spawn_logged(ag.log, NICE_OURS, argv);
 	for (t = 0; t < AGENT_READY_MS; t += 10) {
 		json_t *out = NULL;
 
@@ -178,6 +176,26 @@ static void agent_start_cfg(const char *metrics, const char *fmt, ...)
 		usleep(10000);
 	}
 	fail_msg("the agent did not answer on %s (log %s)", ag.sock, ag.log);
+}
+
+static void agent_start_cfg(const char *metrics, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void agent_start_cfg(const char *metrics, const char *fmt, ...)
+{
+	char *argv[] = { (char *)bm_bin, "agent", "--config", ag.cfg, "--socket", ag.sock,
+			 "--state-dir", ag.state, "--pin-dir", ag.pins, "--metrics",
+			 (char *)metrics, NULL };
+	va_list ap;
+	FILE *f;
+
+	f = fopen(ag.cfg, "we");
+	assert_non_null(f);
+	va_start(ap, fmt);
+	assert_true(vfprintf(f, fmt, ap) >= 0);
+	va_end(ap);
+	assert_int_equal(fclose(f), 0);
+	ag.pid = spawn_logged(ag.log, NICE_OURS, argv);
+	agent_wait_ready();
 }
 
 /* Stop the agent with sig (SIGKILL after AGENT_GRACE_MS); its wait status, 0 if none ran. */

@@ -14,8 +14,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <linux/magic.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 /* cmocka's TAP output passes lines starting with '#' through as comments. */
@@ -149,6 +153,73 @@ static inline const char *integ_workload(char *buf, size_t len, const char *name
 
 	snprintf(buf, len, "%s/%s", dir && *dir ? dir : "build/workloads", name);
 	return buf;
+}
+
+/*
+ * Every mount of fstype at or under path `under` in our mount namespace
+ * (make it private first), detached. Returns how many, or -errno.
+ */
+static inline int integ_umount_all(const char *fstype, const char *under)
+{
+	char line[4096], mnt[PATH_MAX], type[64];
+	int n = 0, again = 1;
+
+	while (again) {
+		FILE *f = fopen("/proc/self/mountinfo", "re");
+
+		if (!f)
+			return -errno;
+		again = 0;
+		while (fgets(line, sizeof(line), f)) {
+			char *sep = strstr(line, " - ");
+
+			if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
+			    sscanf(sep + 3, "%63s", type) != 1 || strcmp(type, fstype) ||
+			    strncmp(mnt, under, strlen(under)))
+				continue;
+			if (umount2(mnt, MNT_DETACH)) {
+				fclose(f);
+				return -errno;
+			}
+			n++;
+			again = 1;
+		}
+		fclose(f);
+	}
+	return n;
+}
+
+/* Set by integ_fresh_node(): no agent has mounted a bpffs in our namespace yet. */
+static bool integ_no_bpffs_yet;
+
+/*
+ * A node just booted has no BPF filesystem at /sys/fs/bpf, and the agent
+ * mounts one (README). The host may have one (made by hand, or by an
+ * earlier test): from here on this process and its children are in a
+ * private mount namespace where every bpffs under /sys/fs/bpf is detached,
+ * so the first agent started finds none; the host keeps its mounts.
+ * Returns 0 to go on, else the exit status for main().
+ */
+static inline int integ_fresh_node(const char *prog)
+{
+	struct statfs st;
+	int n;
+
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+		fprintf(stderr, "%s: failed to make a private mount namespace: %s\n", prog,
+			strerror(errno));
+		return 1;
+	}
+	n = integ_umount_all("bpf", "/sys/fs/bpf");
+	if (n < 0 || (!statfs("/sys/fs/bpf", &st) && st.f_type == BPF_FS_MAGIC)) {
+		fprintf(stderr, "%s: failed to unmount bpffs at /sys/fs/bpf: %s\n", prog,
+			n < 0 ? strerror(-n) : "still mounted");
+		return 1;
+	}
+	integ_no_bpffs_yet = true;
+	printf("# %s: a fresh node: no bpffs at /sys/fs/bpf (%d detached in our mount namespace)\n",
+	       prog, n);
+	return 0;
 }
 
 #endif /* BM_INTEG_H */

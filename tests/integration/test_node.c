@@ -21,31 +21,13 @@
 /* What the child's world lacks. */
 enum cut { CUT_BPFFS, CUT_BTF, CUT_CGROUP2, CUT_SYS_ADMIN };
 
-/* Every mount of fstype at or under path in our (private) namespace, detached. */
+/* Every mount of fstype at or under path in our (private) namespace, detached (integ.h). */
 static int umount_all(const char *fstype, const char *under)
 {
-	char line[4096], mnt[PATH_MAX], type[64];
-	int n = 0, again = 1;
+	int n = integ_umount_all(fstype, under);
 
-	while (again) {
-		FILE *f = fopen("/proc/self/mountinfo", "re");
-
-		again = 0;
-		while (f && fgets(line, sizeof(line), f)) {
-			char *sep = strstr(line, " - ");
-
-			if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
-			    sscanf(sep + 3, "%63s", type) != 1 || strcmp(type, fstype) ||
-			    strncmp(mnt, under, strlen(under)))
-				continue;
-			if (umount2(mnt, MNT_DETACH))
-				_exit(120);
-			n++;
-			again = 1;
-		}
-		if (f)
-			fclose(f);
-	}
+	if (n < 0)
+		_exit(120);
 	return n;
 }
 

@@ -21,6 +21,7 @@
 #include "base/cgroup.h"
 #include "base/cgroup_node.h"
 #include "base/mountinfo.h"
+#include "meter/preflight.h"
 
 /* $BM_FIXTURES, else tests/fixtures beside this file (__FILE__ is tests/unit/...). */
 static const char *fx(const char *name)
@@ -148,6 +149,41 @@ static void test_node_env_needs_the_nodes_root(void **state)
 	assert_string_equal(env.v1_mount[BM_V1_CPU], "");
 }
 
+/*
+ * nsdelegate on the node's cgroup2 (systemd mounts it so): an agent that
+ * could not join pid 1's cgroup namespace is refused with one line that
+ * names the join's error, the mount and the fix; it passes when it joined,
+ * had nothing to join, or where the mount has no nsdelegate.
+ */
+static void test_nsdelegate_refusal(void **state)
+{
+	char why[512] = "";
+
+	/* the hostPath cgroup2 of a Kubernetes node: nsdelegate, and the join refused */
+	assert_int_equal(bm_cgroup_nsdelegate_check(fx("k8s-hostpath.mountinfo"), "/sys/fs/cgroup",
+						    "/burstmeter", -EPERM, why, sizeof(why)), -EPERM);
+	assert_string_equal(why, "cgroup_parent /burstmeter: cannot join the node's cgroup namespace "
+			    "(/proc/1/ns/cgroup: Operation not permitted), and cgroup2 at "
+			    "/sys/fs/cgroup has nsdelegate, so no process could leave ours: give "
+			    "the agent hostPID and CAP_SYS_ADMIN");
+	assert_null(strchr(why, '\n'));
+	/* joined (1) or already in the node's namespace (0): nothing to refuse */
+	why[0] = '\0';
+	assert_int_equal(bm_cgroup_nsdelegate_check(fx("k8s-hostpath.mountinfo"), "/sys/fs/cgroup",
+						    "/burstmeter", 1, why, sizeof(why)), 0);
+	assert_int_equal(bm_cgroup_nsdelegate_check(fx("v2.mountinfo"), "/sys/fs/cgroup",
+						    "/burstmeter", 0, why, sizeof(why)), 0);
+	assert_string_equal(why, "");
+	/* no nsdelegate (this build machine's hybrid, under podman): a failed join may go on */
+	assert_int_equal(bm_cgroup_nsdelegate_check(fx("podman-private.mountinfo"),
+						    "/sys/fs/cgroup/unified", "/burstmeter", -EPERM, why,
+						    sizeof(why)), 0);
+	assert_string_equal(why, "");
+	/* the mount asked about is not the one with nsdelegate: not refused */
+	assert_int_equal(bm_cgroup_nsdelegate_check(fx("k8s-hostpath.mountinfo"), "/elsewhere",
+						    "/burstmeter", -EPERM, why, sizeof(why)), 0);
+}
+
 static void test_hierarchies(void **state)
 {
 	struct bm_cg_hier h[16];
@@ -209,6 +245,7 @@ int main(void)
 		cmocka_unit_test(test_valid_parent),
 		cmocka_unit_test(test_node_env_private_namespace),
 		cmocka_unit_test(test_node_env_needs_the_nodes_root),
+		cmocka_unit_test(test_nsdelegate_refusal),
 		cmocka_unit_test(test_hierarchies),
 		cmocka_unit_test(test_mkdirs),
 	};

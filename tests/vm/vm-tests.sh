@@ -78,6 +78,9 @@ vm_filter() {
 	test_place)
 		# (deploy's) leaf placement needs the pure-v2 root this VM has: it runs here
 		;;
+	test_leaf)
+		# the agent's own leaf, end to end, needs pure v2 too (the host is hybrid): all of it
+		;;
 	test_pods)
 		# A pod's memory.max bounding its calls needs the v2 memory controller: it runs here,
 		# with the calls in their pods (moves between v2 cgroups that have controllers, pid

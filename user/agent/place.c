@@ -83,12 +83,15 @@ void ag_place_release(struct bm_agent *a)
 	int n, i;
 
 	if (a->in_leaf) {
-		/* back where we came from, so that the leaf can go */
-		snprintf(path, sizeof(path), "%s/cgroup.procs", a->parent);
-		if (!bm_write_file(AT_FDCWD, path, "0")) {
-			snprintf(path, sizeof(path), "%s/%s", a->parent, BM_CGROUP_LEAF);
-			remove_dir(path);
+		/* back where we came from (handing no controller down again), so that the leaf can go */
+		n = bm_cgroup_leave_leaf(a->parent, BM_CGROUP_LEAF);
+		if (n) {
+			bm_warn("failed to move back from %s/%s: %s, leaving it", a->parent,
+				BM_CGROUP_LEAF, strerror(-n));
+			return;
 		}
+		snprintf(path, sizeof(path), "%s/%s", a->parent, BM_CGROUP_LEAF);
+		remove_dir(path);
 		return;
 	}
 	if (!a->cfg.cgroup_parent[0])

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -204,4 +205,35 @@ int bm_cgroup_enter_leaf(const char *dir, const char *leaf)
 	n = bm_write_file(fd, "cgroup.procs", "0");
 	close(fd);
 	return n ? n : 1;
+}
+
+int bm_cgroup_leave_leaf(const char *dir, const char *leaf)
+{
+	char path[PATH_MAX], ctl[512], off[640] = "", *w, *save = NULL;
+	struct dirent *de;
+	size_t len = 0;
+	int err = 0, n;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return -errno;
+	/* an effect's cgroup (or anyone's) would lose its ceilings with the controllers */
+	while (!err && (de = readdir(d)))
+		if (de->d_type == DT_DIR && strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    strcmp(de->d_name, leaf))
+			err = -EBUSY;
+	closedir(d);
+	if (err)
+		return err;
+	if (snprintf(path, sizeof(path), "%s/cgroup.subtree_control", dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	n = bm_read_file(AT_FDCWD, path, ctl, sizeof(ctl));
+	if (n < 0)
+		return n;
+	for (w = strtok_r(ctl, " \n", &save); w && len < sizeof(off); w = strtok_r(NULL, " \n", &save))
+		len += (size_t)snprintf(off + len, sizeof(off) - len, "%s-%s", len ? " " : "", w);
+	if (off[0] && (err = bm_write_file(AT_FDCWD, path, off)))
+		return err;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	return bm_write_file(AT_FDCWD, path, "0");
 }

@@ -56,4 +56,12 @@ int bm_cgroup_mkdirs(const char *mount, const char *rel);
  */
 int bm_cgroup_enter_leaf(const char *dir, const char *leaf);
 
+/*
+ * Back from dir/leaf into dir. dir may not hold a process while it hands
+ * controllers down, so those enabled in its cgroup.subtree_control go
+ * first: only when no cgroup but leaf is under dir (-EBUSY otherwise, and
+ * nothing changed). The caller removes leaf. Returns 0 or -errno.
+ */
+int bm_cgroup_leave_leaf(const char *dir, const char *leaf);
+
 #endif /* BM_CGROUP_NODE_H */

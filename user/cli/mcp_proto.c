@@ -13,11 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/version.h"
 #include "cli/mcp_proto.h"
-
-#ifndef BM_VERSION
-#define BM_VERSION "0.1.0"
-#endif
 
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool out_gone;

@@ -211,18 +211,30 @@ static int join_node_cgroupns(void)
 }
 
 /* Is cgroup2 at mnt mounted with nsdelegate (a namespace's root is a fence for migration)? */
-static bool nsdelegate(const char *mnt)
+static bool nsdelegate(const char *mountinfo, const char *mnt)
 {
 	struct bm_cg_mounts *t = malloc(sizeof(*t));
 	bool on = false;
 	unsigned int k;
 
-	if (t && !bm_cg_mounts_read("/proc/self/mountinfo", t))
+	if (t && !bm_cg_mounts_read(mountinfo, t))
 		for (k = 0; k < t->n; k++)
 			if (t->m[k].v2 && !strcmp(t->m[k].mnt, mnt))
 				on = bm_has_word(t->m[k].opts, "nsdelegate");
 	free(t);
 	return on;
+}
+
+int bm_cgroup_nsdelegate_check(const char *mountinfo, const char *v2_mount, const char *parent,
+			       int joined, char *why, size_t len)
+{
+	/* with nsdelegate, not even root may move a process out of its namespace (ENOENT) */
+	if (joined >= 0 || !nsdelegate(mountinfo, v2_mount))
+		return 0;
+	snprintf(why, len, "cgroup_parent %s: cannot join the node's cgroup namespace (/proc/1/ns/"
+		 "cgroup: %s), and cgroup2 at %s has nsdelegate, so no process could leave ours: "
+		 "give the agent hostPID and CAP_SYS_ADMIN", parent, strerror(-joined), v2_mount);
+	return joined;
 }
 
 int bm_cgroup_node_preflight(const char *parent, struct bm_cgroup_env *env, char *dir,
@@ -245,14 +257,10 @@ int bm_cgroup_node_preflight(const char *parent, struct bm_cgroup_env *env, char
 			 "the cgroup v2 mount here is a namespace's root, not the node's", node_fix);
 		return err ? err : -EXDEV;
 	}
-	/* with nsdelegate, not even root may move a process out of its namespace (ENOENT) */
-	if (joined < 0 && nsdelegate(env->v2_mount)) {
-		snprintf(why, len, "cgroup_parent %s: cannot join the node's cgroup namespace (/proc/1/ns/"
-			 "cgroup: %s), and cgroup2 at %s has nsdelegate, so no process could leave "
-			 "ours: give the agent hostPID and CAP_SYS_ADMIN", parent, strerror(-joined),
-			 env->v2_mount);
-		return joined;
-	}
+	err = bm_cgroup_nsdelegate_check("/proc/self/mountinfo", env->v2_mount, parent, joined, why,
+					 len);
+	if (err)
+		return err;
 	for (i = 0; i < BM_V1__MAX; i++)
 		if (env->v1_mount[i][0] && !shows_top(env->v1_mount[i], false))
 			env->v1_mount[i][0] = '\0';

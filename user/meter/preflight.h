@@ -44,6 +44,16 @@ int bm_cgroup_node_preflight(const char *parent, struct bm_cgroup_env *env, char
 			     size_t dir_len, char *why, size_t len);
 
 /*
+ * bm_cgroup_node_preflight()'s refusal: where cgroup2 at v2_mount (as
+ * mountinfo lists it) has nsdelegate, no process may leave our cgroup
+ * namespace, so an agent that could not join the node's (joined: -errno
+ * of that join; 0 or 1 when it did not need to or did) cannot place
+ * effects under parent. Returns joined with the one line in why, else 0.
+ */
+int bm_cgroup_nsdelegate_check(const char *mountinfo, const char *v2_mount, const char *parent,
+			       int joined, char *why, size_t len);
+
+/*
  * cgroup.procs of parent/BM_CGROUP_LEAF (made) in every hierarchy we are
  * in, opened for writing into fds: a process that writes "0" into each has
  * left our container's cgroups everywhere (a runtime kills by any of them).
