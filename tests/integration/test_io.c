@@ -208,9 +208,13 @@ static void test_io_flusher_writeback(void **state)
 	if (!strcmp(jstr(r->o, "meter.io_attribution"), "blkcg")) {
 		assert_between(written, bytes * 0.98, bytes * 1.05);
 	} else {
-		/* a bio is at most a few MiB: 32 MiB is several of them, none the effect's */
+		/*
+		 * none of it the effect's; the flusher's bios counted unattributed
+		 * (how many: their size is the kernel's, up to many MiB with large
+		 * folios: 6 for the 32 MiB in one CI run, 93-132 in others)
+		 */
 		assert_true(written < bytes * 0.1);
-		assert_true(unattr >= bytes / (4 * MIB));
+		assert_true(unattr >= 1);
 	}
 	assert_clean(f);
 }
