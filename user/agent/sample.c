@@ -6,9 +6,7 @@
  * who sleeps.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

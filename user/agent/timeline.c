@@ -9,7 +9,6 @@
  * more than the text it replaced.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -46,7 +46,7 @@ static const int pdim_dim[BM_P__MAX] = {
 #define WS_MAX_ENTRIES (1U << 20)
 #define TMPFS_MAGIC_ 0x01021994
 
-static void ws_walk(struct bm_sup *s, uint64_t now);
+static void ws_walk(struct bm_sup *s);
 
 const struct bm_sup_ops bm_sup_kernel = {
 	.now_ns = bm_now_ns,
@@ -244,7 +244,7 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 	 * there from then on is the growth (what it writes while that first
 	 * walk runs, a tree's worth of fstatat, counts as the base).
 	 */
-	ws_walk(s, s->ops->now_ns());
+	ws_walk(s);
 	s->out.net_source = bm_net_source_name(s->ops->features(l)->net);
 
 	s->failed_step = "register with the meter";
@@ -507,7 +507,7 @@ static uint64_t advance_phase(struct bm_sup *s, uint64_t now)
  * walk is its base, each later one what it grew by since (net: what it
  * deletes of the base is credited). The loop only reads the last result.
  */
-static void ws_walk(struct bm_sup *s, uint64_t now)
+static void ws_walk(struct bm_sup *s)
 {
 	uint64_t bytes, walks;
 
@@ -573,7 +573,7 @@ static void look_at_storage(struct bm_sup *s, uint64_t now)
 	bool full = false, seen = tmp_look(s, &full);
 	uint64_t used;
 
-	ws_walk(s, now);
+	ws_walk(s);
 	if (!seen && !s->ws_based)
 		return;
 	used = s->tmp_used + s->ws_used;
