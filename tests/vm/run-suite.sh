@@ -106,17 +106,23 @@ else
 	ok=no
 fi
 echo "$line" >"$summary"
-# A failed test's own words (cmocka's diagnostics above its "not ok"), again at the end,
-# where a CI log's tail shows them: the lines of its binary since the test before it.
+# A failed test's own words, again at the end, where a CI log's tail shows them: the
+# lines of its binary since the test before it (what it printed to stderr), its "not ok",
+# and the "# " lines after it (cmocka's TAP output puts the failed assertion there).
 if [ -n "$failures" ]; then
 	echo "vm: what the failed tests said:"
 	awk '{ sub(/\r$/, "") }
 	     match($0, /^  \[test_[A-Za-z0-9_]*\] /) {
 		bin = substr($0, 4, RLENGTH - 5); text = substr($0, RLENGTH + 1)
-		if (bin != cur) { cur = bin; n = 0 }
+		if (bin != cur) { cur = bin; n = 0; after = 0 }
+		if (after && text ~ /^# / && text !~ /^# (not )?ok - /) { print "  [" bin "] " text; next }
+		after = 0
 		if (text ~ /^ok [0-9]+ -/) { n = 0; next }
 		if (n < 40) buf[n++] = text
-		if (text ~ /^not ok [0-9]+ -/) { for (i = 0; i < n; i++) print "  [" bin "] " buf[i]; n = 0 }
+		if (text ~ /^not ok [0-9]+ -/) {
+			for (i = 0; i < n; i++) print "  [" bin "] " buf[i]
+			n = 0; after = 1
+		}
 	     }' "$log"
 fi
 echo "vm: $line"
