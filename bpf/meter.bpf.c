@@ -774,14 +774,27 @@ static __always_inline void io_add(struct bm_meter *m, __u32 d, __u64 x, __u64 v
 	}
 }
 
-static __always_inline void io_charge(struct bm_meter *m, struct bio *bio, __u32 via)
+/*
+ * A bio's bytes and its one operation, to m. One path for reads and writes:
+ * the dimension is arithmetic, not a branch (io_counts() let only those two
+ * by, READ 0 and WRITE 1), and both flows go in one add (bm_flow_add2()).
+ */
+static __always_inline void io_charge(struct bm_meter *m, struct bio *bio)
 {
-	__u32 op = bio->bi_opf & BM_REQ_OP_MASK, lane = bm_lane();
-	__u64 bytes = bio->bi_iter.bi_size, x;
+	__u32 d = BM_DIM_IO_READ + (bio->bi_opf & BM_REQ_OP_WRITE), lane = bm_lane();
+	__u64 bytes = bio->bi_iter.bi_size;
 
-	x = bm_window_of(m, bpf_ktime_get_ns());
-	io_add(m, op == BM_REQ_OP_READ ? BM_DIM_IO_READ : BM_DIM_IO_WRITE, x, bytes, lane, false);
-	io_add(m, BM_DIM_IO_OPS, x, 1, lane, false);
+	if (bm_flow_add2(m, d, bytes, BM_DIM_IO_OPS, 1, bm_window_of(m, bpf_ktime_get_ns()), lane)) {
+		__sync_fetch_and_add(&m->late[d], bytes);
+		__sync_fetch_and_add(&m->late[BM_DIM_IO_OPS], 1);
+		stat_inc(BM_STAT_LATE);
+		stat_inc(BM_STAT_LATE);
+	}
+}
+
+/* How the bio's cgroup was found, counted where that is known: no path after it depends on it. */
+static __always_inline void io_via(struct bm_meter *m, __u32 via)
+{
 	if (via < BM_IO_VIA__MAX)
 		__sync_fetch_and_add(&m->io_via[via], 1);
 }
@@ -848,8 +861,10 @@ int BPF_PROG(bm_bio_queue, struct bio *bio)
 		m = bpf_map_lookup_elem(&bm_cghash, &id);
 	if (!m)
 		m = io_by_task(&via);
-	if (m)
-		io_charge(m, bio, via);
+	if (!m)
+		return 0;
+	io_via(m, via);
+	io_charge(m, bio);
 	return 0;
 }
 
@@ -886,15 +901,19 @@ int BPF_PROG(bm_bio_queue_kf, struct bio *bio)
 			bpf_cgroup_release(cg);
 		}
 	}
-	if (!m) {
+	/* via counted on each way here, so that the ways meet before the charge (verified once) */
+	if (m) {
+		io_via(m, via);
+	} else {
 		/* what is left: the task that queued it, unless a kernel thread (writeback, a worker) */
-		via = BM_IO_VIA_TASK;
 		if (cur->flags & BM_PF_KTHREAD)
 			stat_inc(BM_STAT_IO_UNKNOWN);
 		m = mine;
+		if (!m)
+			return 0;
+		__sync_fetch_and_add(&m->io_via[BM_IO_VIA_TASK], 1);
 	}
-	if (m)
-		io_charge(m, bio, via);
+	io_charge(m, bio);
 	return 0;
 }
 

@@ -170,12 +170,26 @@ __attribute__((noinline)) int bm_open_cur(__u32 d, __u64 x)
 }
 
 /*
+ * With a threshold set on flow d, sum slot s's lanes: the first add that
+ * finds the sum at or over it reports the crossing (the fetch-or on
+ * crossed[] lets exactly one win).
+ */
+static __always_inline void bm_flow_check(struct bm_meter *m, __u32 d, __u64 x, __u32 s)
+{
+	__u64 t = m->thresh[d], sum;
+
+	if (!t)
+		return;
+	sum = bm_slot_sum(m, s, d);
+	if (sum >= t && !(__sync_fetch_and_or(bm_crossed_of(m, d, s), 1U << d) & (1U << d)))
+		bm_flow_crossed(m, d, x, sum, t);
+}
+
+/*
  * Add v to window x of flow dimension d; called without the lock. The lock
  * is taken only to open a window's slot, once per window; within a window
  * an event is one atomic add to this CPU's lane (bm_lane(), taken once per
- * event by the caller). With a threshold set, the
- * lanes are summed and the first add that finds the sum at or over it
- * reports the crossing (the fetch-or on crossed[] lets exactly one win).
+ * event by the caller), then bm_flow_check().
  * cur: m is the current task's meter, so the slot opens in bm_open_cur();
  * irqoff: the caller runs with interrupts off (see cfg_plain_lanes).
  * Returns v if window x has left the ring (the caller counts it late), or 0.
@@ -184,7 +198,6 @@ static __always_inline __u64 __bm_flow_add(struct bm_meter *m, __u32 d, __u64 x,
 					   __u32 lane, bool cur, bool irqoff)
 {
 	__u32 s;
-	__u64 t, sum;
 	int err = 0;
 
 	if (x < m->first_win)
@@ -205,12 +218,7 @@ static __always_inline __u64 __bm_flow_add(struct bm_meter *m, __u32 d, __u64 x,
 		*bm_val(m, d, lane, s) += v;
 	else
 		__sync_fetch_and_add(bm_val(m, d, lane, s), v);
-	t = m->thresh[d];
-	if (!t)
-		return 0;
-	sum = bm_slot_sum(m, s, d);
-	if (sum >= t && !(__sync_fetch_and_or(bm_crossed_of(m, d, s), 1U << d) & (1U << d)))
-		bm_flow_crossed(m, d, x, sum, t);
+	bm_flow_check(m, d, x, s);
 	return 0;
 }
 
@@ -231,6 +239,36 @@ static __always_inline __u64 bm_flow_add_irqoff(struct bm_meter *m, __u32 d, __u
 static __always_inline __u64 bm_flow_add(struct bm_meter *m, __u32 d, __u64 x, __u64 v, __u32 lane)
 {
 	return __bm_flow_add(m, d, x, v, lane, false, false);
+}
+
+/*
+ * Add v0 to flow d0 and v1 to flow d1 of window x, two flows of one ring
+ * (a bio's bytes and its operation), m not the current task's meter: one
+ * look at the slot's tag and at most one open, so the verifier walks the
+ * open's loops once, not once per flow. Returns -1 if window x has left
+ * the ring (nothing added), or 0.
+ */
+static __always_inline int bm_flow_add2(struct bm_meter *m, __u32 d0, __u64 v0, __u32 d1, __u64 v1,
+					__u64 x, __u32 lane)
+{
+	__u32 s;
+	int err;
+
+	if (x < m->first_win)
+		x = m->first_win;
+	s = x & (BM_RING - 1);
+	if (*(volatile __u64 *)bm_tag(m, d0, s) != x) {
+		bpf_spin_lock(&m->lock);
+		err = bm_slot_open(m, d0, s, x);
+		bpf_spin_unlock(&m->lock);
+		if (err)
+			return -1;
+	}
+	__sync_fetch_and_add(bm_val(m, d0, lane, s), v0);
+	__sync_fetch_and_add(bm_val(m, d1, lane, s), v1);
+	bm_flow_check(m, d0, x, s);
+	bm_flow_check(m, d1, x, s);
+	return 0;
 }
 
 /* This CPU's lane. */
