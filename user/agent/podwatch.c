@@ -45,13 +45,18 @@ void bm_podwatch__free(struct bm_podwatch *w)
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* The error, one line whatever the API server sent in it: control characters become spaces. */
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 {
 	va_list ap;
+	char *c;
 
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+	for (c = err; errlen && *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = ' ';
 	return code;
 }
 
