@@ -742,6 +742,43 @@ static void test_write_dash_is_stdout(void **state)
 	check_written(path, "tc-42");
 }
 
+/*
+ * A path that is no regular file is written, not replaced: a FIFO stays a
+ * FIFO and its reader gets the line (so does /dev/null, which a rename had
+ * made a file, as root).
+ */
+static void test_write_fifo_in_place(void **state)
+{
+	char path[4096], names[4096], buf[1 << 16];
+	struct bm_summary s;
+	struct bm_outcome o;
+	struct stat st;
+	ssize_t n;
+	int rd;
+
+	full_outcome(&o, &s);
+	snprintf(path, sizeof(path), "%s/fifo", (char *)*state);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	rd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	assert_true(rd >= 0);
+	assert_int_equal(write_outcome(&o, path), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	n = read(rd, buf, sizeof(buf) - 1);
+	close(rd);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_non_null(strstr(buf, "\"id\":\"tc-42\""));
+	assert_int_equal(buf[n - 1], '\n');
+	/* nothing beside it */
+	assert_int_equal(list_dir(*state, names, sizeof(names)), 1);
+	assert_string_equal(names, "fifo");
+	/* and /dev/null stays the device it is */
+	assert_int_equal(write_outcome(&o, "/dev/null"), 0);
+	assert_int_equal(stat("/dev/null", &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+}
+
 static void test_write_failure_leaves_nothing(void **state)
 {
 	char path[4096], missing[1024], names[4096];
@@ -783,6 +820,7 @@ int main(void)
 						tmpdir_teardown),
 		cmocka_unit_test_setup_teardown(test_write_dash_is_stdout, tmpdir_setup,
 						tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_write_fifo_in_place, tmpdir_setup, tmpdir_teardown),
 		cmocka_unit_test_setup_teardown(test_write_failure_leaves_nothing, tmpdir_setup,
 						tmpdir_teardown),
 	};

@@ -429,6 +429,7 @@ json_t *bm_outcome_json(const struct bm_outcome *o)
 
 int bm_outcome_write(const json_t *j, const char *path)
 {
+	struct stat st;
 	char tmp[PATH_MAX];
 	int fd, err = 0, n;
 	char *text;
@@ -439,6 +440,21 @@ int bm_outcome_write(const json_t *j, const char *path)
 	if (!strcmp(path, "-")) {
 		if (printf("%s\n", text) < 0 || fflush(stdout))
 			err = -EIO;
+		goto out;
+	}
+	/*
+	 * What is there and no regular file (/dev/null, a FIFO, a terminal) is
+	 * written in place: renamed over, it would become a file (as root,
+	 * --outcome /dev/null made /dev/null one).
+	 */
+	if (!stat(path, &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0)
+			err = -errno;
+		else if (dprintf(fd, "%s\n", text) < 0)
+			err = errno ? -errno : -EIO;
+		if (fd >= 0 && close(fd) && !err)
+			err = -errno;
 		goto out;
 	}
 	n = snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);

@@ -141,7 +141,8 @@ json_t *bm_outcome_json(const struct bm_outcome *o);
 
 /*
  * Write JSON to path ("-" for stdout) on one line, atomically (temporary file
- * beside it, then rename). Returns 0 or -errno.
+ * beside it, then rename); a path that is there and no regular file
+ * (/dev/null, a FIFO) is written in place. Returns 0 or -errno.
  */
 int bm_outcome_write(const json_t *j, const char *path);
 
