@@ -941,7 +941,12 @@ def kload(b, res):
         if p.returncode or not os.path.exists(os.path.join(keep, "bm_meta")):
             warn(f"kload: no kept meter in {keep}: {p.stderr.strip()[-300:]}")
         cmds = [("fork/exec", ["/bin/true"]),
-                ("run, fresh meter", [BM, "run", "-q", "--standalone", "--fresh-meter", "--", "/bin/true"]),
+                # two objects verified at once (the default on 2+ CPUs), and one, as on one CPU
+                # (user/meter/loader.c load_split()); env in front of both, alike
+                ("run, fresh meter", ["env", "BURSTMETER_LOAD_THREADS=2", BM, "run", "-q", "--standalone",
+                                      "--fresh-meter", "--", "/bin/true"]),
+                ("run, fresh meter, one object", ["env", "BURSTMETER_LOAD_THREADS=1", BM, "run", "-q",
+                                                  "--standalone", "--fresh-meter", "--", "/bin/true"]),
                 ("run, kept meter", [BM, "run", "-q", "--standalone", "--", "/bin/true"])]
         if shutil.which("bwrap"):
             cmds.append(("bwrap", ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "/bin/true"]))
@@ -1705,6 +1710,10 @@ def table(res, b, meta):
                 if name in S and peer in S:
                     row(f"start /bin/true, {name}, n={len(S[name])}", fmt(S[name]), peer, fmt(S[peer]),
                         ratio(S[name], S[peer]), f"{K['cmds'][name]}  |  {K['cmds'][peer]}")
+        one = "run, fresh meter, one object"
+        if one in S and "run, fresh meter" in S:
+            row(f"  two objects at once vs one, n={len(S[one])}", fmt(S["run, fresh meter"]), "one object",
+                fmt(S[one]), ratio(S["run, fresh meter"], S[one]), K["cmds"][one])
         if K["load_ms"]:
             row(f"  meter load (open to attached), n={len(K['load_ms'])}", fmt(K["load_ms"]),
                 "runqlat start", fmt(K["runqlat_ms"]), ratio(K["load_ms"], K["runqlat_ms"]),

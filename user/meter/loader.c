@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,7 @@ static const char *obj_map_name(int i)
 
 struct bm_loader {
 	struct bm_meter_bpf *skel;	/* NULL when adopted */
+	struct bm_meter_bpf *skel2;	/* the programs loaded beside skel's, on its maps; or NULL */
 	struct bpf_link *links[MAX_LINKS];
 	int n_links;
 	int fd[M__MAX];			/* dup'ed or bpf_obj_get: ours to close */
@@ -183,7 +185,7 @@ static unsigned int page_shift(void)
 
 /* Choose programs and map types for this kernel, between open and load. */
 static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum bm_net_source net,
-		      bool force_hash, uint32_t ring_bytes, const struct btf_wants *bw)
+		      bool force_hash, uint32_t ring_bytes, const struct btf_wants *bw, bool say)
 {
 	struct bpf_program *p;
 	bool kf;
@@ -245,6 +247,8 @@ static void configure(struct bm_meter_bpf *skel, struct bm_features *feat, enum 
 	bpf_program__set_autoload(skel->progs.bm_net_inet, net == BM_NET_SRC_FEXIT);
 	bpf_program__set_autoload(skel->progs.bm_net_inet6, net == BM_NET_SRC_FEXIT);
 	feat->net = net;
+	if (!say)
+		return;
 	bm_dbg("meters in %s; CPU charged at %s; reclaim %s; network from %s; block I/O %s%s; "
 	       "dirtied pages %s; OOM victims %s",
 	       feat->cgrp_storage ? "cgroup storage" : "a hash by cgroup id",
@@ -271,16 +275,16 @@ static void find_tick(struct bm_loader *l)
 	bm_dbg("tick function %s", l->feat.tick ? "found" : "not found: CPU at switches only");
 }
 
-/* Attach every program that loaded, keeping the links (to pin them). */
-static int attach(struct bm_loader *l)
+static int attach_obj(struct bm_loader *l, struct bpf_object *obj)
 {
 	struct bpf_program *p;
 	struct bpf_link *link;
 
-	find_tick(l);
-	bpf_object__for_each_program(p, l->skel->obj) {
-		if (!bpf_program__autoload(p) || p == l->skel->progs.bm_find_tick ||
-		    (p == l->skel->progs.bm_tick && !l->feat.tick))
+	bpf_object__for_each_program(p, obj) {
+		const char *name = bpf_program__name(p);
+
+		if (!bpf_program__autoload(p) || !strcmp(name, "bm_find_tick") ||
+		    (!strcmp(name, "bm_tick") && !l->feat.tick))
 			continue;
 		link = bpf_program__attach(p);
 		if (!link)
@@ -292,6 +296,16 @@ static int attach(struct bm_loader *l)
 		l->links[l->n_links++] = link;
 	}
 	return 0;
+}
+
+/* Attach every program that loaded, in both objects, keeping the links (to pin them). */
+static int attach(struct bm_loader *l)
+{
+	int err;
+
+	find_tick(l);
+	err = attach_obj(l, l->skel->obj);
+	return err || !l->skel2 ? err : attach_obj(l, l->skel2->obj);
 }
 
 static void detach(struct bm_loader *l)
@@ -346,12 +360,179 @@ static void stats_print(struct bm_meter_bpf *skel, char (*logs)[STATS_LOG], int 
 	}
 }
 
+/*
+ * A fresh load verifies its programs in two objects at once, where there
+ * are two CPUs to do it: libbpf loads one object's programs one after
+ * another, and the verifier is most of a standalone start (bench/ kload).
+ * The second object is the same skeleton, opened again and configured
+ * alike; each loads half the programs (split_programs()) on maps made
+ * before either load (share_maps()), so neither waits on the other.
+ * $BURSTMETER_LOAD_THREADS=1 loads in one object, as on one CPU.
+ */
+static bool load_split(void)
+{
+	const char *e = getenv("BURSTMETER_LOAD_THREADS");
+
+	if (e && *e)
+		return strcmp(e, "1") != 0;
+	return sysconf(_SC_NPROCESSORS_ONLN) > 1;
+}
+
+/*
+ * Which object loads each program: the longest first, each to the object
+ * with fewer instructions so far (a proxy for the verifier's time: near
+ * halves here, bench/ kload). bm_find_tick stays in a, where find_tick()
+ * runs it.
+ */
+static void split_programs(struct bm_meter_bpf *a, struct bm_meter_bpf *b)
+{
+	struct bpf_program *p, *list[MAX_LINKS + 8];
+	size_t n = 0, i, j, wa = 0, wb = 0;
+
+	bpf_object__for_each_program(p, a->obj)
+		if (bpf_program__autoload(p) && n < sizeof(list) / sizeof(list[0]))
+			list[n++] = p;
+	for (i = 1; i < n; i++)
+		for (j = i; j && bpf_program__insn_cnt(list[j]) > bpf_program__insn_cnt(list[j - 1]); j--) {
+			p = list[j];
+			list[j] = list[j - 1];
+			list[j - 1] = p;
+		}
+	for (i = 0; i < n; i++) {
+		struct bpf_program *q = bpf_object__find_program_by_name(b->obj, bpf_program__name(list[i]));
+		size_t cnt = bpf_program__insn_cnt(list[i]);
+
+		if (list[i] == a->progs.bm_find_tick || wa <= wb || !q) {
+			wa += cnt;
+			if (q)
+				bpf_program__set_autoload(q, false);
+		} else {
+			wb += cnt;
+			bpf_program__set_autoload(list[i], false);
+		}
+	}
+	/* what a does not load, b does not either (configure() chose alike) */
+	bpf_object__for_each_program(p, b->obj) {
+		struct bpf_program *q = bpf_object__find_program_by_name(a->obj, bpf_program__name(p));
+
+		if (!q)
+			bpf_program__set_autoload(p, false);
+	}
+}
+
+/*
+ * The maps of object a, made here and handed to both objects (reuse_fd):
+ * what bpf_object__load() would do for them. Their types from a copy of
+ * the object's BTF (the object loads its own later), the initial data of
+ * .rodata and .bss, .rodata frozen (the verifier takes its values as
+ * constants: the cfg_* switches prune what this kernel does not run).
+ */
+static int share_maps(struct bm_meter_bpf *a, struct bm_meter_bpf *b)
+{
+	const void *raw;
+	struct btf *copy;
+	struct bpf_map *m;
+	uint32_t size, zero = 0;
+	int err = 0, fd;
+
+	raw = btf__raw_data(bpf_object__btf(a->obj), &size);
+	copy = raw ? btf__new(raw, size) : NULL;
+	if (!copy)
+		return -errno;
+	err = btf__load_into_kernel(copy);
+	bpf_object__for_each_map(m, a->obj) {
+		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = bpf_map__map_flags(m),
+			    .map_extra = bpf_map__map_extra(m), .btf_fd = btf__fd(copy),
+			    .btf_key_type_id = bpf_map__btf_key_type_id(m),
+			    .btf_value_type_id = bpf_map__btf_value_type_id(m));
+		struct bpf_map *twin = bpf_object__find_map_by_name(b->obj, bpf_map__name(m));
+		struct bpf_map *inner = bpf_map__inner_map(m);
+		char name[BPF_OBJ_NAME_LEN];
+		const void *init;
+		size_t len;
+
+		if (err)
+			break;
+		/* a map of maps (bm_rings): no BTF, an inner map to type it, as libbpf makes it */
+		if (inner) {
+			o.btf_fd = o.btf_key_type_id = o.btf_value_type_id = 0;
+			o.inner_map_fd = bpf_map_create(bpf_map__type(inner), NULL, bpf_map__key_size(inner),
+							bpf_map__value_size(inner),
+							bpf_map__max_entries(inner), NULL);
+			if ((int)o.inner_map_fd < 0) {
+				err = -errno;
+				break;
+			}
+		}
+		snprintf(name, sizeof(name), "%s", bpf_map__name(m));
+		fd = bpf_map_create(bpf_map__type(m), name, bpf_map__key_size(m),
+				    bpf_map__value_size(m), bpf_map__max_entries(m), &o);
+		if (inner)
+			close((int)o.inner_map_fd);
+		if (fd < 0) {
+			err = -errno;
+			bm_dbg("map %s: %s", bpf_map__name(m), strerror(errno));
+			break;
+		}
+		init = bpf_map__initial_value(m, &len);
+		if (init && bpf_map_update_elem(fd, &zero, init, 0))
+			err = -errno;
+		else if (init && (bpf_map__map_flags(m) & BPF_F_RDONLY_PROG) && bpf_map_freeze(fd))
+			err = -errno;
+		/* reuse_fd dups: ours is closed either way */
+		err = err ?: bpf_map__reuse_fd(m, fd);
+		err = err ?: twin ? bpf_map__reuse_fd(twin, fd) : -ENOENT;
+		close(fd);
+	}
+	btf__free(copy);
+	return err;
+}
+
+struct half_load {
+	struct bm_meter_bpf *skel;
+	int err;
+};
+
+static void *load_half(void *arg)
+{
+	struct half_load *h = arg;
+
+	h->err = bm_meter_bpf__load(h->skel);
+	return NULL;
+}
+
+/* Load skel, and skel2 beside it in a thread of its own where there is one. */
+static int load_objects(struct bm_loader *l)
+{
+	struct half_load h = { .skel = l->skel2 };
+	pthread_t t;
+	int err;
+
+	if (!l->skel2)
+		return bm_meter_bpf__load(l->skel);
+	err = pthread_create(&t, NULL, load_half, &h);
+	if (err)
+		return -err;
+	err = bm_meter_bpf__load(l->skel);
+	pthread_join(t, NULL);
+	return err ?: h.err;
+}
+
+static void destroy_objects(struct bm_loader *l)
+{
+	bm_meter_bpf__destroy(l->skel2);
+	bm_meter_bpf__destroy(l->skel);
+	l->skel = l->skel2 = NULL;
+}
+
 static int load(struct bm_loader *l, bool force_hash)
 {
 	char (*logs)[STATS_LOG] = NULL;
 	uint64_t t0;
 	enum bm_net_source net = BM_NET_SRC_TP;
 	struct btf_wants bw = { .n = -1 };
+	struct bm_features twin;
+	bool split = load_split();
 	int err;
 
 	for (;;) {
@@ -366,17 +547,38 @@ static int load(struct bm_loader *l, bool force_hash)
 			if (err)
 				break;
 		}
-		configure(l->skel, &l->feat, net, force_hash, l->ring_bytes, &bw);
+		configure(l->skel, &l->feat, net, force_hash, l->ring_bytes, &bw, true);
+		if (split) {
+			l->skel2 = bm_meter_bpf__open();
+			if (l->skel2) {
+				configure(l->skel2, &twin, net, force_hash, l->ring_bytes, &bw, false);
+				split_programs(l->skel, l->skel2);
+			}
+			err = l->skel2 ? share_maps(l->skel, l->skel2) : -errno;
+			if (err) {
+				/* one object, as on one CPU: start this one over */
+				bm_dbg("loading in one object: %s", strerror(-err));
+				destroy_objects(l);
+				split = false;
+				continue;
+			}
+		}
 		if (bm_log_get_level() >= BM_LOG_DEBUG && !logs)
-			logs = calloc(MAX_LINKS, STATS_LOG);
-		if (logs)
+			logs = calloc(2 * MAX_LINKS, STATS_LOG);
+		if (logs) {
 			stats_arm(l->skel, logs, MAX_LINKS);
+			if (l->skel2)
+				stats_arm(l->skel2, logs + MAX_LINKS, MAX_LINKS);
+		}
 		t0 = bm_now_ns();
-		err = bm_meter_bpf__load(l->skel);
-		bm_dbg("meter loaded in %.1f ms: %s", (bm_now_ns() - t0) / 1e6,
-		       err ? strerror(-err) : "ok");
-		if (!err && logs)
+		err = load_objects(l);
+		bm_dbg("meter loaded in %.1f ms%s: %s", (bm_now_ns() - t0) / 1e6,
+		       l->skel2 ? " (two objects at once)" : "", err ? strerror(-err) : "ok");
+		if (!err && logs) {
 			stats_print(l->skel, logs, MAX_LINKS);
+			if (l->skel2)
+				stats_print(l->skel2, logs + MAX_LINKS, MAX_LINKS);
+		}
 		if (!err)
 			err = attach(l);
 		/* fexit is refused on some kernels (EPERM, no trampolines): meter without net */
@@ -384,8 +586,7 @@ static int load(struct bm_loader *l, bool force_hash)
 			break;
 		bm_dbg("fexit network hooks unavailable (%s), metering without network", strerror(-err));
 		detach(l);
-		bm_meter_bpf__destroy(l->skel);
-		l->skel = NULL;
+		destroy_objects(l);
 		net = BM_NET_SRC_NONE;
 	}
 	free(logs);
@@ -880,6 +1081,7 @@ void bm_loader__free(struct bm_loader *l)
 		if (l->fd[i] >= 0)
 			close(l->fd[i]);
 	detach(l);
+	bm_meter_bpf__destroy(l->skel2);
 	bm_meter_bpf__destroy(l->skel);
 	free(l);
 }
