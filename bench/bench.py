@@ -1557,6 +1557,8 @@ def scale_step(n, budget, agentc, sleeper, spike, nofile):
         log(f"scale {n}: {r['posted']} submitted in {r['submit_s']:.1f} s, {r['running']} running; agent "
             f"RSS {r['rss'] / 1024:.0f} MiB, {r['fds']} fds, maps {r['memlock'] / 2**20:.1f} MiB, "
             f"/metrics {median(scrapes):.1f} ms")
+        # the hierarchies an effect has cgroups in (its v1 twins beside the v2 one), for the floor
+        r["hier"] = effect_hierarchies(pid, f"@bmb{os.getpid()}-s{n}")
         # the drain: every effect ends about now; until the agent has finished them all
         t_drain = time.monotonic()
         ok = agent.wait_idle(max(30.0, budget - (time.monotonic_ns() - t0) / 1e9))
@@ -1574,7 +1576,39 @@ def scale_step(n, budget, agentc, sleeper, spike, nofile):
         if sub is not None and sub.poll() is None:
             end(sub)   # no new effects while the agent stops
         agent.stop(timeout=60)
+    # the kernel's own floor for that drain: as many processes, each alone in cgroups of the
+    # same hierarchies, killed at once, reaped and removed (bench/cgdrain.c); no agent
+    if r.get("running") and r.get("hier"):
+        log(f"scale {n}: the kernel's floor: {r['running']} processes in {', '.join(r['hier'])}")
+        p = subprocess.run([os.path.join(b, "bench", "bm-cgdrain"), str(r["running"])] + r["hier"],
+                           capture_output=True, text=True, timeout=600)
+        m = re.search(r"made ([0-9.]+)\s+drained ([0-9.]+)", p.stdout)
+        if m:
+            r["floor"] = {"made": float(m.group(1)), "drained": float(m.group(2))}
+        else:
+            warn(f"scale {n}: bm-cgdrain: {(p.stdout + p.stderr).strip()[-300:]}")
     return r
+
+
+def effect_hierarchies(agent_pid, mark):
+    """"unified" and each v1 controller in which the agent's effects (names holding mark) have
+    a cgroup beside the agent's own"""
+    out = ["unified"]
+    try:
+        with open(f"/proc/{agent_pid}/cgroup") as fh:
+            lines = [x.rstrip("\n").split(":", 2) for x in fh]
+    except OSError:
+        return out
+    for _, ctrls, path in lines:
+        for c in ("cpu", "memory", "pids", "blkio"):
+            if c not in ctrls.split(","):
+                continue
+            try:
+                if any(mark in e for e in os.listdir(f"/sys/fs/cgroup/{c}{path}")):
+                    out.append(c)
+            except OSError:
+                pass
+    return out
 
 
 def meminfo(key):
@@ -1895,7 +1929,12 @@ def table(res, b, meta):
         row("  lost ring-buffer records", f"{st['lost']:.0f}", "", "", "", "burstmeter_meter_lost_records_total")
         row("  /metrics scrape at the peak, n=10", spread(st["scrape_ms"], "{:.1f}") + " ms", "", "", "",
             "curl -w '%{time_total}' http://127.0.0.1:PORT/metrics")
-        row("  drain: all end -> agent idle", f"{st['drain_s']:.1f} s", "", "", "", "")
+        fl = st.get("floor")
+        row("  drain: all end -> agent idle", f"{st['drain_s']:.1f} s", "the kernel's floor" if fl else "",
+            f"{fl['drained']:.1f} s" if fl else "", f"{st['drain_s'] / fl['drained']:.1f}" if fl else "",
+            f"floor: bm-cgdrain {st['running']} {' '.join(st.get('hier') or [])} (as many processes, "
+            "each alone in cgroups of those hierarchies, killed at once, reaped, rmdir'd; no agent)"
+            if fl else "")
     if verdicts:
         notes += verdicts
     hdr = ("figure", "burstmeter", "peer", "peer figure", "ratio", "command")

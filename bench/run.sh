@@ -48,6 +48,7 @@ gcc $CFLAGS bench/launch.c -o "$O/bm-launch"
 gcc $CFLAGS bench/memspike.c -o "$O/bm-memspike"
 gcc $CFLAGS bench/detect.c -o "$O/bm-detect" -lpthread
 gcc $CFLAGS bench/pingpong.c -o "$O/bm-pingpong" -lpthread
+gcc $CFLAGS bench/cgdrain.c -o "$O/bm-cgdrain"
 # the agent's API from C, through the client the front ends use (user/cli/client.c), with
 # the flags the top Makefile gives user/ (-Wno-unused-parameter)
 gcc $CFLAGS -Wno-unused-parameter -Iuser -Iinclude $(pkg-config --cflags jansson libbpf 2>/dev/null) bench/agentc.c \
