@@ -1580,7 +1580,7 @@ def scale_step(n, budget, agentc, sleeper, spike, nofile):
     # same hierarchies, killed at once, reaped and removed (bench/cgdrain.c); no agent
     if r.get("running") and r.get("hier"):
         log(f"scale {n}: the kernel's floor: {r['running']} processes in {', '.join(r['hier'])}")
-        p = subprocess.run([os.path.join(b, "bench", "bm-cgdrain"), str(r["running"])] + r["hier"],
+        p = subprocess.run([os.path.join(os.path.dirname(agentc), "bm-cgdrain"), str(r["running"])] + r["hier"],
                            capture_output=True, text=True, timeout=600)
         m = re.search(r"made ([0-9.]+)\s+drained ([0-9.]+)", p.stdout)
         if m:
