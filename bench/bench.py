@@ -1578,13 +1578,16 @@ def scale_step(n, budget, agentc, sleeper, spike, nofile):
         agent.stop(timeout=60)
     # the kernel's own floor for that drain: as many processes, each alone in cgroups of the
     # same hierarchies, killed at once, reaped and removed (bench/cgdrain.c); no agent
-    if r.get("running") and r.get("hier"):
-        log(f"scale {n}: the kernel's floor: {r['running']} processes in {', '.join(r['hier'])}")
-        p = subprocess.run([os.path.join(os.path.dirname(agentc), "bm-cgdrain"), str(r["running"])] + r["hier"],
-                           capture_output=True, text=True, timeout=600)
+    # (-n: each also in a PID and a mount namespace with an init and its /proc, as a sandbox)
+    for key, flag in (("floor", []), ("floor_ns", ["-n"])):
+        if not (r.get("running") and r.get("hier")):
+            break
+        log(f"scale {n}: the kernel's floor: {r['running']} processes in {', '.join(r['hier'])} {flag}")
+        p = subprocess.run([os.path.join(os.path.dirname(agentc), "bm-cgdrain")] + flag + [str(r["running"])]
+                           + r["hier"], capture_output=True, text=True, timeout=600)
         m = re.search(r"made ([0-9.]+)\s+drained ([0-9.]+)", p.stdout)
         if m:
-            r["floor"] = {"made": float(m.group(1)), "drained": float(m.group(2))}
+            r[key] = {"made": float(m.group(1)), "drained": float(m.group(2))}
         else:
             warn(f"scale {n}: bm-cgdrain: {(p.stdout + p.stderr).strip()[-300:]}")
     return r
@@ -1929,12 +1932,16 @@ def table(res, b, meta):
         row("  lost ring-buffer records", f"{st['lost']:.0f}", "", "", "", "burstmeter_meter_lost_records_total")
         row("  /metrics scrape at the peak, n=10", spread(st["scrape_ms"], "{:.1f}") + " ms", "", "", "",
             "curl -w '%{time_total}' http://127.0.0.1:PORT/metrics")
-        fl = st.get("floor")
+        fl, fn = st.get("floor"), st.get("floor_ns")
         row("  drain: all end -> agent idle", f"{st['drain_s']:.1f} s", "the kernel's floor" if fl else "",
             f"{fl['drained']:.1f} s" if fl else "", f"{st['drain_s'] / fl['drained']:.1f}" if fl else "",
             f"floor: bm-cgdrain {st['running']} {' '.join(st.get('hier') or [])} (as many processes, "
-            "each alone in cgroups of those hierarchies, killed at once, reaped, rmdir'd; no agent)"
-            if fl else "")
+            "each alone in cgroups of those hierarchies, killed at once by cgroup.kill, reaped, "
+            "rmdir'd; no agent)" if fl else "")
+        if fn:
+            row("  drain vs the floor with namespaces", f"{st['drain_s']:.1f} s", "floor, -n",
+                f"{fn['drained']:.1f} s", f"{st['drain_s'] / fn['drained']:.1f}",
+                "bm-cgdrain -n: each also in a PID and a mount namespace, an init with its own /proc")
     if verdicts:
         notes += verdicts
     hdr = ("figure", "burstmeter", "peer", "peer figure", "ratio", "command")

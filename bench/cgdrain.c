@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * bm-cgdrain N HIERARCHY...: the kernel's own floor for a drain. N processes,
- * each alone in a cgroup of its own in every HIERARCHY ("unified" for v2, or
- * a v1 controller's name: cpu, memory, pids, blkio), made under this
- * process's own cgroup in each; then all are killed at once, reaped, and
- * their cgroups removed (rmdir retried while the kernel says EBUSY), as an
- * agent must when N effects end together. Prints "made S  drained S": the
- * seconds to make them, and from the kill to the last rmdir. No metering, no
- * store, no JSON: what is left is the kernel's teardown.
+ * bm-cgdrain [-n] N HIERARCHY...: the kernel's own floor for a drain. N
+ * processes, each alone in a cgroup of its own in every HIERARCHY ("unified"
+ * for v2, or a v1 controller's name: cpu, memory, pids, blkio), made under
+ * this process's own cgroup in each; then all are killed at once (cgroup.kill
+ * of the v2 one, as the agent does), reaped, and their cgroups removed (rmdir
+ * retried while the kernel says EBUSY), as an agent must when N effects end
+ * together. -n: each also in a PID and a mount namespace of its own, its
+ * first process (an init) with its own /proc, as an effect's sandbox is. Prints
+ * "made S  drained S": the seconds to make them, and from the kill to the
+ * last rmdir. No metering, no store, no JSON: what is left is the kernel's.
  */
 #include <errno.h>
 #include <limits.h>
@@ -16,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -98,9 +102,15 @@ int main(int argc, char **argv)
 	double t0, t1, t2;
 	pid_t *pids;
 	int n, i, h, left, bad = 0;
+	bool ns = false;
 
-	if (argc < 3 || (n = atoi(argv[1])) <= 0 || argc - 2 > MAX_H) {
-		fprintf(stderr, "usage: bm-cgdrain N HIERARCHY... (unified, cpu, memory, pids, blkio)\n");
+	if (argc > 1 && !strcmp(argv[1], "-n")) {
+		ns = true;
+		argv++;
+		argc--;
+	}
+	if (argc < 3 || (n = atoi(argv[1])) <= 0 || argc - 2 > MAX_H || strcmp(argv[2], "unified")) {
+		fprintf(stderr, "usage: bm-cgdrain [-n] N unified [cpu|memory|pids|blkio]...\n");
 		return 2;
 	}
 	for (h = 0; h < argc - 2; h++, nh++)
@@ -124,6 +134,18 @@ int main(int argc, char **argv)
 				name(dir, sizeof(dir), h, i);
 				if (join(dir, getpid()))
 					_exit(1);
+			}
+			if (ns) {
+				/* the namespaces' first process, as bm-init is, with a /proc of its own */
+				if (unshare(CLONE_NEWNS | CLONE_NEWPID) ||
+				    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+					_exit(1);
+				if (!fork()) {
+					if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+						_exit(1);
+					pause();
+					_exit(0);
+				}
 			}
 			pause();
 			_exit(0);
@@ -157,9 +179,19 @@ int main(int argc, char **argv)
 			}
 		}
 	t1 = now_s();
-	for (i = 0; i < n; i++)
-		if (pids[i] > 0)
+	/* hierarchy 0 is the v2 one: its cgroup.kill ends every process in it, an init's too */
+	for (i = 0; i < n; i++) {
+		char kill_file[PATH_MAX + 32];
+		FILE *f;
+
+		name(dir, sizeof(dir), 0, i);
+		snprintf(kill_file, sizeof(kill_file), "%s/cgroup.kill", dir);
+		f = fopen(kill_file, "w");
+		if (!f || fputs("1", f) < 0)
 			kill(pids[i], SIGKILL);
+		if (f)
+			fclose(f);
+	}
 	for (i = 0; i < n; i++)
 		if (pids[i] > 0)
 			waitpid(pids[i], NULL, 0);
@@ -176,7 +208,8 @@ int main(int argc, char **argv)
 			usleep(1000);
 	}
 	t2 = now_s();
-	printf("made %.3f  drained %.3f  (%d processes, %d hierarchies)\n", t1 - t0, t2 - t1, n, nh);
+	printf("made %.3f  drained %.3f  (%d processes%s, %d hierarchies)\n", t1 - t0, t2 - t1, n,
+	       ns ? " in PID and mount namespaces" : "", nh);
 	free(pids);
 	return bad;
 }
