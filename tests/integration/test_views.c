@@ -660,9 +660,14 @@ static int teardown_views(void **state)
 		tmux("kill-server", NULL);
 		found++;
 	}
-	/* tmux leaves its socket behind when its last session ends */
-	if (tmux_used)
+	/* tmux leaves its socket behind when its last session ends; its lock when its server failed */
+	if (tmux_used) {
+		char lock[sizeof(tmux_sock) + 8];
+
+		snprintf(lock, sizeof(lock), "%s.lock", tmux_sock);
 		unlink(tmux_sock);
+		unlink(lock);
+	}
 	found += agent_cleanup();
 	return teardown(state) || found ? -1 : 0;
 }
