@@ -516,9 +516,11 @@ static int load_objects(struct bm_loader *l)
 
 	if (!l->skel2)
 		return bm_meter_bpf__load(l->skel);
-	err = pthread_create(&t, NULL, load_half, &h);
-	if (err)
-		return -err;
+	/* no thread to be had: one after the other, as one object would */
+	if (pthread_create(&t, NULL, load_half, &h)) {
+		err = bm_meter_bpf__load(l->skel);
+		return err ?: bm_meter_bpf__load(l->skel2);
+	}
 	err = bm_meter_bpf__load(l->skel);
 	pthread_join(t, NULL);
 	return err ?: h.err;
