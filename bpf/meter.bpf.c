@@ -763,10 +763,9 @@ struct {
 	__type(value, __u64);
 } bm_blkalias SEC(".maps");
 
-static __always_inline void io_add(struct bm_meter *m, __u32 d, __u64 x, __u64 v, __u32 lane,
-				   bool cur)
+static __always_inline void io_add(struct bm_meter *m, __u32 d, __u64 x, __u64 v, __u32 lane)
 {
-	__u64 lost = cur ? bm_flow_add_cur(m, d, x, v, lane) : bm_flow_add(m, d, x, v, lane);
+	__u64 lost = bm_flow_add_cur(m, d, x, v, lane);
 
 	if (lost) {
 		__sync_fetch_and_add(&m->late[d], lost);
@@ -911,7 +910,7 @@ int BPF_PROG(bm_bio_queue_kf, struct bio *bio)
 		m = mine;
 		if (!m)
 			return 0;
-		__sync_fetch_and_add(&m->io_via[BM_IO_VIA_TASK], 1);
+		io_via(m, BM_IO_VIA_TASK);
 	}
 	io_charge(m, bio);
 	return 0;
@@ -960,8 +959,7 @@ int BPF_PROG(bm_dirty, struct folio *folio, struct address_space *mapping)
 	m = meter_of(cur);
 	if (!m)
 		return 0;
-	io_add(m, BM_DIM_DIRTY, bm_window_of(m, bpf_ktime_get_ns()), folio_bytes(folio), bm_lane(),
-	       true);
+	io_add(m, BM_DIM_DIRTY, bm_window_of(m, bpf_ktime_get_ns()), folio_bytes(folio), bm_lane());
 	return 0;
 }
 

@@ -75,7 +75,7 @@ static __always_inline void bm_crossed(struct bm_meter *m, int d, __u64 x, __u64
 
 /*
  * A flow's crossing: window x of d reached v, at or over thresh.
- * The program that includes this file defines it; bm_flow_add() calls it
+ * The program that includes this file defines it; the flow adds call it
  * without the lock, once per window and dimension, from the task whose
  * event it is (current), so that a charge spanning several windows reports
  * every one of them.
@@ -189,31 +189,22 @@ static __always_inline void bm_flow_check(struct bm_meter *m, __u32 d, __u64 x, 
  * Add v to window x of flow dimension d; called without the lock. The lock
  * is taken only to open a window's slot, once per window; within a window
  * an event is one atomic add to this CPU's lane (bm_lane(), taken once per
- * event by the caller), then bm_flow_check().
- * cur: m is the current task's meter, so the slot opens in bm_open_cur();
+ * event by the caller), then bm_flow_check(). m is the current task's
+ * meter, so the slot opens in bm_open_cur() (a bio found by its cgroup goes
+ * through bm_flow_add2(), which takes the lock itself).
  * irqoff: the caller runs with interrupts off (see cfg_plain_lanes).
  * Returns v if window x has left the ring (the caller counts it late), or 0.
  */
 static __always_inline __u64 __bm_flow_add(struct bm_meter *m, __u32 d, __u64 x, __u64 v,
-					   __u32 lane, bool cur, bool irqoff)
+					   __u32 lane, bool irqoff)
 {
 	__u32 s;
-	int err = 0;
 
 	if (x < m->first_win)
 		x = m->first_win;
 	s = x & (BM_RING - 1);
-	if (*(volatile __u64 *)bm_tag(m, d, s) != x) {
-		if (cur) {
-			err = bm_open_cur(d, x);
-		} else {
-			bpf_spin_lock(&m->lock);
-			err = bm_slot_open(m, d, s, x);
-			bpf_spin_unlock(&m->lock);
-		}
-		if (err)
-			return v;
-	}
+	if (*(volatile __u64 *)bm_tag(m, d, s) != x && bm_open_cur(d, x))
+		return v;
 	if (irqoff && cfg_plain_lanes)
 		*bm_val(m, d, lane, s) += v;
 	else
@@ -226,19 +217,14 @@ static __always_inline __u64 __bm_flow_add(struct bm_meter *m, __u32 d, __u64 x,
 static __always_inline __u64 bm_flow_add_cur(struct bm_meter *m, __u32 d, __u64 x, __u64 v,
 					     __u32 lane)
 {
-	return __bm_flow_add(m, d, x, v, lane, true, false);
+	return __bm_flow_add(m, d, x, v, lane, false);
 }
 
 /* The same, from a program that runs with interrupts off (sched_switch, the tick's hrtimer). */
 static __always_inline __u64 bm_flow_add_irqoff(struct bm_meter *m, __u32 d, __u64 x, __u64 v,
 						__u32 lane)
 {
-	return __bm_flow_add(m, d, x, v, lane, true, true);
-}
-
-static __always_inline __u64 bm_flow_add(struct bm_meter *m, __u32 d, __u64 x, __u64 v, __u32 lane)
-{
-	return __bm_flow_add(m, d, x, v, lane, false, false);
+	return __bm_flow_add(m, d, x, v, lane, true);
 }
 
 /*
