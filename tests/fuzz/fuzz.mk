@@ -27,7 +27,7 @@ fuzz_src_config := agent/config agent/budget base/yamldoc base/parse base/cgroup
 fuzz_src_client := cli/client
 fuzz_src_run_request := agent/run_request agent/podspec agent/request_sandbox agent/request_field \
 	base/k8sname base/parse base/cidr effect/sandbox
-fuzz_src_podstate := agent/podwatch agent/podstate
+fuzz_src_podstate := agent/podwatch agent/podstate base/common
 fuzz_src_mcp_req := cli/mcp_req $(fuzz_src_request) effect/expect base/common
 FUZZ_BINS := $(patsubst %,$(O)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 

@@ -71,16 +71,17 @@ static bool in(const char *s, const char *const *list, size_t n)
 /* Copy at most len - 1 bytes of s, not splitting a UTF-8 character, control bytes blanked. */
 static void copy_text(char *dst, size_t len, const char *s)
 {
-	size_t n = s ? strnlen(s, len) : 0, i;
+	size_t n = s ? strnlen(s, len) : 0;
 
 	if (n == len) {
 		n = len - 1;	/* s[n] is left out: back up to the start of its character */
 		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
 			n--;
 	}
-	for (i = 0; i < n; i++)
-		dst[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? ' ' : s[i];
+	if (n)
+		memcpy(dst, s, n);
 	dst[n] = '\0';
+	bm_blank_controls(dst, ' ');
 }
 
 static int set(struct bm_podstate *st, enum bm_run_state s, const char *reason)

@@ -49,14 +49,12 @@ static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 {
 	va_list ap;
-	char *c;
 
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
-	for (c = err; errlen && *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = ' ';
+	if (errlen)
+		bm_blank_controls(err, ' ');
 	return code;
 }
 

@@ -43,10 +43,17 @@ static void json_escape_to(FILE *f, const char *s)
 	}
 }
 
+void bm_blank_controls(char *s, char with)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = with;
+}
+
 static void vlog(enum bm_log_level level, const char *fmt, va_list ap)
 {
 	char msg[1024];
-	size_t n, i;
+	size_t n;
 
 	if (level > log_level)
 		return;
@@ -55,9 +62,7 @@ static void vlog(enum bm_log_level level, const char *fmt, va_list ap)
 	while (n && msg[n - 1] == '\n')
 		msg[--n] = '\0';
 	/* one message, one line: a value echoed back cannot forge a second one */
-	for (i = 0; i < n; i++)
-		if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f)
-			msg[i] = '?';
+	bm_blank_controls(msg, '?');
 	if (log_json && level == BM_LOG_ERROR) {
 		fputs("{\"error\": \"", stderr);
 		json_escape_to(stderr, msg);

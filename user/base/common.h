@@ -31,6 +31,9 @@ enum bm_log_level bm_log_get_level(void);
 /* When set, errors are printed as {"error": "..."} so scripts never parse prose. */
 void bm_log_set_json(bool json);
 
+/* s on one line, safe on a terminal: each control byte (below 0x20, and DEL) becomes with. */
+void bm_blank_controls(char *s, char with);
+
 /*
  * Log "<message>: <strerror(err)>" as an error and return err as -errno
  * (err may be either sign). The caller captures errno in the argument,
