@@ -388,7 +388,8 @@ static bool load_split(void)
  * Which object loads each program: the longest first, each to the object
  * with fewer instructions so far (a proxy for the verifier's time: near
  * halves here, bench/ kload). bm_find_tick stays in a, where find_tick()
- * runs it.
+ * runs it. What a does not load, b does not either: configure() chose
+ * alike for both.
  */
 static void split_programs(struct bm_meter_bpf *a, struct bm_meter_bpf *b)
 {
@@ -416,13 +417,6 @@ static void split_programs(struct bm_meter_bpf *a, struct bm_meter_bpf *b)
 			wb += cnt;
 			bpf_program__set_autoload(list[i], false);
 		}
-	}
-	/* what a does not load, b does not either (configure() chose alike) */
-	bpf_object__for_each_program(p, b->obj) {
-		struct bpf_program *q = bpf_object__find_program_by_name(a->obj, bpf_program__name(p));
-
-		if (!q)
-			bpf_program__set_autoload(p, false);
 	}
 }
 
