@@ -6,7 +6,8 @@
  *
  *   bm-io dio FILE MIB BURST_MS QUIET_MS TRUTH
  *	write MIB MiB with O_DIRECT in 256 KiB writes to FILE (cycling over
- *	its first 64 MiB), in bursts of BURST_MS separated by QUIET_MS of
+ *	its first 64 MiB), in bursts of BURST_MS (and at most a quarter of
+ *	MIB: a fast disk still gives four bursts) separated by QUIET_MS of
  *	sleep; truth: bytes, and the most bytes one 10 ms window of
  *	CLOCK_MONOTONIC (the meter's windows) holds for sure (writes that
  *	began and ended in it: peak_window_lo) or may hold (began or ended
@@ -81,7 +82,7 @@ static void *chunk(void)
 static int dio(const char *file, uint64_t mib, uint64_t burst_ms, uint64_t quiet_ms, const char *out)
 {
 	static uint64_t lo[WINS], hi[WINS];
-	uint64_t total = mib << 20, done = 0, off = 0, t0 = 0, t, e, start, ws, we;
+	uint64_t total = mib << 20, done = 0, off = 0, t0 = 0, t, e, start, ws, we, burst_end;
 	uint64_t peak_lo = 0, peak_hi = 0;
 	void *buf = chunk();
 	int fd;
@@ -91,7 +92,9 @@ static int dio(const char *file, uint64_t mib, uint64_t burst_ms, uint64_t quiet
 		return fail("open the file with O_DIRECT");
 	while (done < total) {
 		start = now_ns();
-		while (done < total && now_ns() - start < burst_ms * WL_NSEC_PER_MSEC) {
+		/* a quarter of the total at most, in whole writes: a ramdisk wrote 32 MiB in one burst */
+		burst_end = done + (total / 4 / CHUNK ? total / 4 / CHUNK : 1) * CHUNK;
+		while (done < total && done < burst_end && now_ns() - start < burst_ms * WL_NSEC_PER_MSEC) {
 			t = now_ns();
 			if (!t0)
 				t0 = t / WIN_NS;
