@@ -197,7 +197,7 @@ static void test_series_push_grows_geometrically_and_cleans(void **state)
  * Bounded: 100,000 windows (1,000 s) into at most 64 points. The points stay
  * a power-of-two number of windows each, every window is in exactly one
  * point (the open one included), the one-window burst at 77,777 is in its
- * point at full height, and memory never grows past 64 points.
+ * point at full height, and memory never grows past 64 points (runs).
  */
 static void test_series_bounded_keeps_bursts_in_fixed_memory(void **state)
 {
@@ -208,7 +208,7 @@ static void test_series_bounded_keeps_bursts_in_fixed_memory(void **state)
 
 	for (i = 0; i < 100000; i++) {
 		push(&s, i == 77777 ? 8.0 : 0.25, (double)i, 1, 0, 0);
-		assert_true(s.n < 64 && s.cap <= 256);
+		assert_true(s.n < 64 && s.runs <= s.cap && s.cap <= 64);
 	}
 	step = bm_series_step(&s);
 	assert_true(step >= 100000 / 64 && (step & (step - 1)) == 0);
@@ -267,6 +267,38 @@ static void test_series_push_n_is_n_pushes(void **state)
 	bm_series_free(&a);
 	bm_series_free(&b);
 	bm_series_free(&c);
+}
+
+/*
+ * What a sleeper costs: a burst, 1,000,000 idle windows, the burst again.
+ * The idle stretch is one run however long it is (a fold merges it with
+ * itself), so the series holds a handful of runs, not 2,048 points.
+ */
+static void test_series_idle_stretch_is_one_run(void **state)
+{
+	struct bm_series s = { .window_ns = W_NS, .max = 2048 };
+	double v[BM_DIM__MAX] = { [BM_DIM_CPU] = 2, [BM_DIM_MEM] = 5 * MIB, [BM_DIM_PIDS] = 3 };
+	float cpu[2049];
+	size_t i, n;
+
+	(void)state;
+	assert_int_equal(bm_series_push(&s, v), 0);
+	v[BM_DIM_CPU] = 0;
+	assert_int_equal(bm_series_push_n(&s, v, 1000000), 0);
+	v[BM_DIM_CPU] = 4;
+	assert_int_equal(bm_series_push(&s, v), 0);
+	assert_true(bm_series_step(&s) == 512);	/* 1,000,002 windows in 2,048 points or fewer */
+	assert_true(s.runs <= 3 && s.cap <= 8);
+	n = bm_series_len(&s);
+	assert_true(n == (1000002 + 511) / 512);
+	bm_series_dim(&s, BM_DIM_CPU, cpu);
+	/* the first burst is the first point, the second the last (the open one), nothing between */
+	assert_true(cpu[0] == 2.0f && cpu[n - 1] == 4.0f);
+	for (i = 1; i < n - 1; i++)
+		assert_true(cpu[i] == 0.0f);
+	assert_true(bm_series_at(&s, BM_DIM_CPU, n - 1) == 4.0f && bm_series_at(&s, BM_DIM_MEM, n / 2) == (float)(5 * MIB));
+	bm_series_free(&s);
+	assert_null(s.run);
 }
 
 /* The series as documented (series.h), one window at a time, to hold bm_series_push_n() against. */
@@ -652,6 +684,7 @@ int main(void)
 		cmocka_unit_test(test_series_bounded_keeps_bursts_in_fixed_memory),
 		cmocka_unit_test(test_series_push_n_is_n_pushes),
 		cmocka_unit_test(test_series_push_n_matches_the_model),
+		cmocka_unit_test(test_series_idle_stretch_is_one_run),
 		cmocka_unit_test(test_series_svg_bursts_render),
 		cmocka_unit_test(test_series_svg_ramp_meets_its_ceiling),
 		cmocka_unit_test(test_series_svg_keeps_one_window_spike_in_20000),

@@ -72,25 +72,28 @@ static json_t *timeline_object(uint64_t window_ns, uint64_t step_windows, unsign
 static float *points_of(const struct bm_series *s, size_t *points, size_t *step)
 {
 	size_t n = bm_series_len(s), i, j, end;
-	float *pt, *out, mx, x;
+	float *pt, *out, *v, mx;
 	int d;
 
 	*step = point_step(s);
 	*points = (n + *step - 1) / *step;
 	pt = malloc((*points ? *points : 1) * BM_DIM__MAX * sizeof(*pt));
-	for (d = 0; pt && d < BM_DIM__MAX; d++) {
-		const float *v = s->v[d];
-
+	v = malloc((n ? n : 1) * sizeof(*v));
+	for (d = 0; pt && v && d < BM_DIM__MAX; d++) {
+		bm_series_dim(s, d, v);
 		out = pt + (size_t)d * *points;
 		for (i = 0; i < n; i += *step) {
-			end = i + *step < s->n ? i + *step : s->n;
+			end = i + *step < n ? i + *step : n;
 			for (mx = 0, j = i; j < end; j++)
 				mx = v[j] > mx ? v[j] : mx;
-			/* the open point of a bounded series, last (bm_series_at()) */
-			x = i + *step > s->n && n > s->n ? s->part[d] : 0;
-			*out++ = x > mx ? x : mx;
+			*out++ = mx;
 		}
 	}
+	if (!v) {
+		free(pt);
+		pt = NULL;
+	}
+	free(v);
 	return pt;
 }
 
