@@ -1476,7 +1476,11 @@ def scale_tail(n):
 def scale_step(n, budget, agentc, sleeper, spike, nofile):
     """up to n effects at once through one agent, within budget seconds"""
     hold_ms, settle = scale_hold_ms(n), 3.0
-    agent = Agent(f"scale{n}", max_running=n + 64, max_queued=n + 64, nofile=nofile).start()
+    # as the DaemonSet runs it (cgroup_parent: /burstmeter): effects under a node cgroup of
+    # their own, never the hierarchy's root, whose children's cpu.stat reads cost O(siblings)
+    # each (the root's own cpu.stat cannot flush them; a parent's does, finish.c)
+    agent = Agent(f"scale{n}", max_running=n + 64, max_queued=n + 64, nofile=nofile,
+                  extra=f"cgroup_parent: /bmb{os.getpid()}-scale{n}\n").start()
     r = dict(n=n, nofile=nofile)
     sub = None
     try:

@@ -41,6 +41,7 @@ struct ag_pod {
 	char container[BM_CONTAINER_ID_LEN + 1];
 	char qos[16];			/* guaranteed, burstable, besteffort */
 	char dir[PATH_MAX];		/* the pod's cgroup directory: its effects are made there */
+	uint64_t stats_flushed_ns;	/* its cpu.stat last read (finish.c: flush_stats()) */
 };
 
 struct ag_effect {
@@ -226,6 +227,7 @@ struct bm_agent {
 	struct bm_egress *egress;	/* network_policy egress_*; NULL: such effects do not start */
 	struct bm_cgroup_env env;
 	char parent[PATH_MAX];
+	uint64_t stats_flushed_ns;	/* parent's cpu.stat last read (finish.c: flush_stats()) */
 	bool in_leaf;			/* we moved into parent/BM_CGROUP_LEAF (agent/place.h) */
 	int epfd, sigfd, tick_fd, lock_fd;
 	uint64_t ticks;
