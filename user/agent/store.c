@@ -4,9 +4,13 @@
  * writer, a crash loses at most the last commits. Triggers log every transition and keep
  * final states final whoever writes, so each call is one atomic statement. migrations[N]
  * takes version N to N+1 and sets user_version itself: no value is formatted into SQL.
+ * Checkpoints run on a thread of their own (ckpt_main()), so a commit never waits for
+ * the WAL's copy into state.db and its two fsyncs.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +22,8 @@
 #include "agent/store.h"
 
 #define BUSY_TIMEOUT_MS 5000	/* outwaits another agent's migration, a CLI's checkpoint */
+#define CKPT_PAGES 1000		/* SQLite's own autocheckpoint's: a checkpoint once the WAL has this many */
+#define CKPT_HARD (4 * CKPT_PAGES)	/* past this, the writer checkpoints itself (ckpt_main()) */
 
 #define FINALS "'succeeded', 'failed', 'cancelled', 'killed', 'deadline_exceeded')"
 #define STATES "('queued', 'running', 'throttled', 'frozen', " FINALS
@@ -120,6 +126,12 @@ struct bm_store {
 	char *err;			/* bm_store__open's, while it runs */
 	size_t errlen;
 	char path[PATH_MAX];
+	/* the checkpointer: started at the first commit that fills the WAL, with its own connection */
+	pthread_mutex_t ck_mu;
+	pthread_cond_t ck_cv;
+	pthread_t ck_thread;
+	bool ck_started, ck_want, ck_stop;
+	unsigned long ck_runs;
 };
 
 static const char *const state_names[BM_ST__MAX] = {
@@ -483,6 +495,102 @@ static int migrate(struct bm_store *st, int64_t v)
 }
 
 /*
+ * The checkpointer: PASSIVE checkpoints (they wait for no reader or writer) from a
+ * connection of its own, one whenever a commit left CKPT_PAGES or more in the WAL.
+ * The commit that asked goes on at once; the next writer after a complete one
+ * restarts the WAL from its start (one fsync of its header, in that writer). Under
+ * writes that never pause (a drain of thousands), no run ends with nothing new
+ * behind it and the WAL would grow without end: at CKPT_HARD pages the writer
+ * checkpoints itself, which completes, copying what the thread has not yet.
+ */
+static void *ckpt_main(void *arg)
+{
+	struct bm_store *st = arg;
+	sqlite3 *db = NULL;
+	int rc;
+
+	rc = sqlite3_open_v2(st->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
+				  SQLITE_OPEN_EXRESCODE, NULL);
+	pthread_mutex_lock(&st->ck_mu);
+	while (!st->ck_stop) {
+		if (!st->ck_want) {
+			pthread_cond_wait(&st->ck_cv, &st->ck_mu);
+			continue;
+		}
+		st->ck_want = false;
+		pthread_mutex_unlock(&st->ck_mu);
+		/* SQLITE_BUSY: another checkpoint (a CLI's) runs; the next commit asks again */
+		if (rc == SQLITE_OK)
+			(void)sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		pthread_mutex_lock(&st->ck_mu);
+		st->ck_runs++;
+	}
+	pthread_mutex_unlock(&st->ck_mu);
+	sqlite3_close_v2(db);
+	return NULL;
+}
+
+/* Signals go to the threads that wait for them (the agent's signalfd), never to this one. */
+static int ckpt_start(struct bm_store *st)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&st->ck_thread, NULL, ckpt_main, st);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -err;
+}
+
+static int wal_hook(void *ctx, sqlite3 *db, const char *name, int pages)
+{
+	struct bm_store *st = ctx;
+
+	(void)name;
+	if (pages < CKPT_PAGES)
+		return SQLITE_OK;
+	/* SQLITE_BUSY: the thread is in one; the next commit tries again */
+	if (pages >= CKPT_HARD) {
+		(void)sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		return SQLITE_OK;
+	}
+	pthread_mutex_lock(&st->ck_mu);
+	if (!st->ck_started)
+		st->ck_started = !ckpt_start(st);
+	st->ck_want = st->ck_started;
+	pthread_cond_signal(&st->ck_cv);
+	pthread_mutex_unlock(&st->ck_mu);
+	/* no thread (no memory for one): here, as SQLite's own autocheckpoint would */
+	if (!st->ck_started)
+		(void)sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	return SQLITE_OK;
+}
+
+static void ckpt_stop(struct bm_store *st)
+{
+	pthread_mutex_lock(&st->ck_mu);
+	st->ck_stop = true;
+	pthread_cond_signal(&st->ck_cv);
+	pthread_mutex_unlock(&st->ck_mu);
+	if (st->ck_started)
+		pthread_join(st->ck_thread, NULL);
+	st->ck_started = false;
+}
+
+unsigned long bm_store__checkpoints(struct bm_store *st)
+{
+	unsigned long n;
+
+	if (!st)
+		return 0;
+	pthread_mutex_lock(&st->ck_mu);
+	n = st->ck_runs;
+	pthread_mutex_unlock(&st->ck_mu);
+	return n;
+}
+
+/*
  * Everything that reads the format or migrates it runs under the write lock
  * (another agent may be migrating the same file) and before journal_mode=WAL,
  * which rewrites the header: a refused file stays byte for byte as it was.
@@ -505,6 +613,9 @@ static int setup(struct bm_store *st)
 		ret = fail(st, -EIO, "cannot use WAL (journal mode stays %s)", res);
 	ret = ret ?: query(st, "PRAGMA synchronous = NORMAL", NULL, NULL, 0) ?:
 	      query(st, "PRAGMA foreign_keys = ON", NULL, NULL, 0);
+	/* replaces the autocheckpoint (sqlite3_wal_autocheckpoint() is this hook) */
+	if (!ret)
+		sqlite3_wal_hook(st->db, wal_hook, st);
 	for (i = 0; !ret && i < S__MAX; i++) {
 		ret = sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
 					 &st->stmt[i], NULL);
@@ -544,6 +655,8 @@ struct bm_store *bm_store__open(const char *dir, char *err, size_t errlen)
 		return NULL;
 	st->err = errlen ? err : NULL;
 	st->errlen = errlen;
+	pthread_mutex_init(&st->ck_mu, NULL);
+	pthread_cond_init(&st->ck_cv, NULL);
 	snprintf(st->path, sizeof(st->path), "%s", dir ?: "(null)");
 	ret = create_file(st, dir);
 	rc = ret ? SQLITE_OK : sqlite3_open_v2(st->path, &st->db, SQLITE_OPEN_READWRITE |
@@ -570,10 +683,13 @@ void bm_store__free(struct bm_store *st)
 
 	if (!st)
 		return;
+	ckpt_stop(st);
 	for (i = 0; i < S__MAX; i++)
 		sqlite3_finalize(st->stmt[i]);
 	/* the last connection's close checkpoints the WAL into state.db */
 	sqlite3_close_v2(st->db);
+	pthread_cond_destroy(&st->ck_cv);
+	pthread_mutex_destroy(&st->ck_mu);
 	free(st);
 }
 

@@ -8,7 +8,8 @@
  * NULL and set errno. Also -EINVAL: a bad argument or a schema CHECK (invalid
  * JSON, priority), -EBUSY: still locked after the busy timeout, -ENOSPC/-ENOMEM.
  * A struct bm_store is one connection with cached statements: one thread at a
- * time; other threads and processes open their own.
+ * time; other threads and processes open their own. (Its checkpointer is a
+ * thread of its own, with its own connection: see bm_store__checkpoints().)
  */
 #ifndef BM_STORE_H
 #define BM_STORE_H
@@ -76,6 +77,12 @@ struct bm_store;
  */
 struct bm_store *bm_store__open(const char *dir, char *err, size_t errlen);
 void bm_store__free(struct bm_store *st);
+/*
+ * Checkpoints run so far by st's checkpointer: a thread with its own
+ * connection, started by the first commit that leaves 1,000 pages in the
+ * WAL, so that no commit waits for a checkpoint's copy and fsyncs.
+ */
+unsigned long bm_store__checkpoints(struct bm_store *st);
 
 /*
  * Insert a new effect (request_json required, outcome_json ignored). -EEXIST if (tenant, id)
