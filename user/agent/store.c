@@ -4,8 +4,8 @@
  * writer, a crash loses at most the last commits. Triggers log every transition and keep
  * final states final whoever writes, so each call is one atomic statement. migrations[N]
  * takes version N to N+1 and sets user_version itself: no value is formatted into SQL.
- * Checkpoints run on a thread of their own (ckpt_main()), so a commit never waits for
- * the WAL's copy into state.db and its two fsyncs.
+ * Checkpoints run on a thread of their own (ckpt_main()), so a commit waits for the
+ * WAL's copy into state.db and its two fsyncs only under writes that never pause.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -507,6 +507,7 @@ static void *ckpt_main(void *arg)
 {
 	struct bm_store *st = arg;
 	sqlite3 *db = NULL;
+	bool ok;
 	int rc;
 
 	rc = sqlite3_open_v2(st->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
@@ -520,10 +521,10 @@ static void *ckpt_main(void *arg)
 		st->ck_want = false;
 		pthread_mutex_unlock(&st->ck_mu);
 		/* SQLITE_BUSY: another checkpoint (a CLI's) runs; the next commit asks again */
-		if (rc == SQLITE_OK)
-			(void)sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		ok = rc == SQLITE_OK &&
+		     sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) == SQLITE_OK;
 		pthread_mutex_lock(&st->ck_mu);
-		st->ck_runs++;
+		st->ck_runs += ok;
 	}
 	pthread_mutex_unlock(&st->ck_mu);
 	sqlite3_close_v2(db);
@@ -547,22 +548,23 @@ static int wal_hook(void *ctx, sqlite3 *db, const char *name, int pages)
 {
 	struct bm_store *st = ctx;
 
+	bool here = pages >= CKPT_HARD;
+
 	(void)name;
 	if (pages < CKPT_PAGES)
 		return SQLITE_OK;
-	/* SQLITE_BUSY: the thread is in one; the next commit tries again */
-	if (pages >= CKPT_HARD) {
-		(void)sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-		return SQLITE_OK;
+	if (!here) {
+		pthread_mutex_lock(&st->ck_mu);
+		if (!st->ck_started)
+			st->ck_started = !ckpt_start(st);
+		st->ck_want = st->ck_started;
+		pthread_cond_signal(&st->ck_cv);
+		pthread_mutex_unlock(&st->ck_mu);
+		/* no thread (no memory for one): here, as SQLite's own autocheckpoint would */
+		here = !st->ck_started;
 	}
-	pthread_mutex_lock(&st->ck_mu);
-	if (!st->ck_started)
-		st->ck_started = !ckpt_start(st);
-	st->ck_want = st->ck_started;
-	pthread_cond_signal(&st->ck_cv);
-	pthread_mutex_unlock(&st->ck_mu);
-	/* no thread (no memory for one): here, as SQLite's own autocheckpoint would */
-	if (!st->ck_started)
+	/* SQLITE_BUSY: the thread is in one; the next commit tries again */
+	if (here)
 		(void)sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 	return SQLITE_OK;
 }
