@@ -402,6 +402,7 @@ struct bm_agent *bm_agent_new(const struct bm_agent_cfg *cfg)
 	}
 	a->cfg = *cfg;
 	a->epfd = a->sigfd = a->tick_fd = a->timers_fd = a->lock_fd = -1;
+	a->pressure.cpu_fd = a->pressure.mem_fd = -1;
 	if (setup(a)) {
 		bm_agent_free(a);
 		return NULL;
@@ -488,6 +489,10 @@ void bm_agent_free(struct bm_agent *a)
 		close(a->tick_fd);
 	if (a->timers_fd >= 0)
 		close(a->timers_fd);
+	if (a->pressure.cpu_fd >= 0)
+		close(a->pressure.cpu_fd);
+	if (a->pressure.mem_fd >= 0)
+		close(a->pressure.mem_fd);
 	/* last: the next agent may have the state dir once everything of ours is closed */
 	if (a->lock_fd >= 0)
 		close(a->lock_fd);

@@ -181,7 +181,8 @@ struct ag_pressure {
 	uint64_t mem_available;		/* MemAvailable, bytes (0: unknown) */
 	unsigned int node_cpus;		/* online CPUs (0: not read yet) */
 	double node_mem_gib;		/* MemTotal, GiB (0: unknown) */
-	uint64_t read_ns;
+	uint64_t read_ns, cpus_ns;	/* when read; when node_cpus was */
+	int cpu_fd, mem_fd;		/* the two files, kept open (-1: not yet) */
 	bool over_cpu, over_mem;	/* beyond admit_cpu_pressure, below admit_mem_available */
 	uint64_t since_ns;		/* over since (0: not over) */
 	uint64_t under_ns;		/* under its bounds since (0: over) */

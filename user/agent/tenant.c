@@ -189,7 +189,7 @@ static void pressure_read(struct bm_agent *a, uint64_t now)
 	long ncpu;
 
 	p->read_ns = now;
-	if (bm_read_file(AT_FDCWD, a->cfg.admit_cpu_pressure_file, buf, sizeof(buf)) > 0) {
+	if (bm_reread_file(&p->cpu_fd, a->cfg.admit_cpu_pressure_file, buf, sizeof(buf)) > 0) {
 		if ((s = strstr(buf, "avg10=")))
 			p->cpu_avg10 = atof(s + 6);
 		if ((s = strstr(buf, "total="))) {
@@ -208,10 +208,14 @@ static void pressure_read(struct bm_agent *a, uint64_t now)
 			}
 		}
 	}
-	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	p->node_cpus = ncpu > 0 ? (unsigned int)ncpu : 1;
+	/* CPUs come and go rarely: sysconf() opens a sysfs file each time */
+	if (!p->node_cpus || now - p->cpus_ns >= BM_NSEC_PER_SEC) {
+		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		p->node_cpus = ncpu > 0 ? (unsigned int)ncpu : 1;
+		p->cpus_ns = now;
+	}
 	p->mem_available = 0;
-	if (bm_read_file(AT_FDCWD, a->cfg.admit_meminfo_file, buf, sizeof(buf)) > 0) {
+	if (bm_reread_file(&p->mem_fd, a->cfg.admit_meminfo_file, buf, sizeof(buf)) > 0) {
 		if ((s = strstr(buf, "MemAvailable:")))
 			p->mem_available = strtoull(s + 13, NULL, 10) * 1024;
 		if ((s = strstr(buf, "MemTotal:")))

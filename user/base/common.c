@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -152,6 +153,25 @@ int bm_read_file(int dirfd, const char *path, char *buf, size_t len)
 		buf[n] = '\0';
 	close(fd);
 	return err ? err : (int)n;
+}
+
+int bm_reread_file(int *fd, const char *path, char *buf, size_t len)
+{
+	struct stat now, kept;
+	ssize_t n;
+
+	if (*fd >= 0 && (stat(path, &now) || fstat(*fd, &kept) || now.st_ino != kept.st_ino ||
+			 now.st_dev != kept.st_dev)) {
+		close(*fd);
+		*fd = -1;
+	}
+	if (*fd < 0 && (*fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	n = pread(*fd, buf, len - 1, 0);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return (int)n;
 }
 
 int bm_write_file(int dirfd, const char *path, const char *s)
