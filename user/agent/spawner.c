@@ -253,6 +253,8 @@ void bm_spawner__ready_main(int sock)
 		close(sock);
 		warm_init_main(&w);
 	}
+	/* the shim's own setup, while nothing waits for it */
+	bm_effect_shim_ready();
 	r.ret = take_request(sock, &q, fds, &nfds, join, &status_path, &argv);
 	/*
 	 * No request (the spawner stops: the agent's clean stop) or a bad one:

@@ -257,28 +257,46 @@ static int send_fd(int sock, int fd)
 	return sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
-/* The init of the command's PID namespace: pid 1 there, in our cgroup. Never returns. */
-static void init_main(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
-		      const struct bm_exec *x, int chan, int status_fd, int gate)
+/*
+ * The init's namespaces made up (loopback, mounts) and the pipe its
+ * command's output goes through (x->log_max): all of it before the command
+ * may run, none of it the command's, so a warm init does it while the shim
+ * still says who it is. *cx: x with the command's stdout and stderr the pipe's.
+ */
+static int init_prepare(const struct bm_exec *x, struct bm_exec *cx, int logp[2])
 {
-	struct bm_exec cx = *x;
-	int logp[2] = { -1, -1 }, pidfd = -1, err;
+	int err;
+
+	*cx = *x;
+	logp[0] = logp[1] = -1;
+	prctl(PR_SET_NAME, "bm-init");
+	if (x->new_netns && (err = bm_ns_loopback_up()))
+		return err;
+	err = bm_ns_mount(&x->mnt);
+	if (err)
+		return err;
+	if (x->log_max) {
+		if (pipe2(logp, O_CLOEXEC) < 0)
+			return -errno;
+		cx->stdio[1] = cx->stdio[2] = logp[1];
+	}
+	return 0;
+}
+
+/*
+ * The init of the command's PID namespace, prepared (init_prepare(), err
+ * its answer): pid 1 there, in our cgroup; it clones the command. Never returns.
+ */
+static void __attribute__((noreturn))
+init_main(int cgroup_fd, const int *join_fds, int n_join, char *const argv[], const struct bm_exec *x,
+	  const struct bm_exec *cx, const int logp[2], int err, int chan, int status_fd, int gate)
+{
+	int pidfd = -1;
 	sigset_t chld;
 	long pid;
 
-	prctl(PR_SET_NAME, "bm-init");
-	if (x->new_netns && (err = bm_ns_loopback_up()))
-		goto fail;
-	err = bm_ns_mount(&x->mnt);
 	if (err)
 		goto fail;
-	if (x->log_max) {
-		if (pipe2(logp, O_CLOEXEC) < 0) {
-			err = -errno;
-			goto fail;
-		}
-		cx.stdio[1] = cx.stdio[2] = logp[1];
-	}
 	/* its SIGCHLD kept for bm_ns_init()'s signalfd, however soon it ends (the child unblocks) */
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
@@ -289,7 +307,7 @@ static void init_main(int cgroup_fd, const int *join_fds, int n_join, char *cons
 		goto fail;
 	}
 	if (pid == 0)
-		child_exec(join_fds, n_join, argv, &cx, chan, gate);
+		child_exec(join_fds, n_join, argv, cx, chan, gate);
 	/* the gate is the command's alone: its end comes from its holder, never from us */
 	if (gate >= 0)
 		close(gate);
@@ -392,8 +410,12 @@ static int spawn(int cgroup_fd, const int *join_fds, int n_join, char *const arg
 		if (h)
 			close(h->go);
 		if (pidns) {
+			struct bm_exec cx;
+			int logp[2], err;
+
 			close(st[0]);
-			init_main(cgroup_fd, join_fds, n_join, argv, x, chan[1], st[1], gate);
+			err = init_prepare(x, &cx, logp);
+			init_main(cgroup_fd, join_fds, n_join, argv, x, &cx, logp, err, chan[1], st[1], gate);
 		}
 		child_exec(join_fds, n_join, argv, x, chan[1], gate);
 	}
@@ -490,21 +512,22 @@ int bm_effect_warm(struct bm_warm *w)
 void bm_effect_warm_init(struct bm_warm *w, int cgroup_fd, const int *join_fds, int n_join,
 			 char *const argv[], const struct bm_exec *x)
 {
-	char go;
+	int logp[2] = { -1, -1 }, err;
+	struct bm_exec cx;
 	ssize_t n;
+	char go;
 
+	/* made up before the go, while the shim writes who it is: nothing of the command's runs */
+	err = x->new_netns && unshare(CLONE_NEWNET) < 0 ? -errno : 0;
+	if (!err)
+		err = init_prepare(x, &cx, logp);
 	do
 		n = read(w->chan, &go, 1);
 	while (n < 0 && errno == EINTR);
 	/* EOF: the shim ended, or started the command without us */
 	if (n != 1)
 		_exit(0);
-	if (x->new_netns && unshare(CLONE_NEWNET) < 0) {
-		report(w->chan, 1, errno);
-		_exit(127);
-	}
-	init_main(cgroup_fd, join_fds, n_join, argv, x, w->chan, w->st, -1);
-	_exit(127);
+	init_main(cgroup_fd, join_fds, n_join, argv, x, &cx, logp, err, w->chan, w->st, -1);
 }
 
 void bm_effect_warm_drop(struct bm_warm *w)

@@ -97,7 +97,8 @@ struct bm_warm {
 };
 int bm_effect_warm(struct bm_warm *w);
 /*
- * In the init, with its command: wait for bm_effect_spawn_warm()'s go, then
+ * In the init, with its command: make its namespaces up (mounts, loopback)
+ * while the caller still works, wait for bm_effect_spawn_warm()'s go, then
  * start it as bm_effect_spawn_ex() would from there. Never returns.
  */
 void bm_effect_warm_init(struct bm_warm *w, int cgroup_fd, const int *join_fds, int n_join,
@@ -166,6 +167,12 @@ struct bm_shim_report {
 void bm_effect_shim_main(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
 			 const struct bm_exec *x, const char *status_path, int report_fd,
 			 struct bm_warm *warm) __attribute__((noreturn));
+/*
+ * What bm_effect_shim_main() does first and needs no request for (its
+ * session, name, signals, its own start time), done by a ready shim
+ * while it waits: a launch then finds it done.
+ */
+void bm_effect_shim_ready(void);
 /* The shim's own pid and start time, beside its status file, written before the command runs. */
 #define BM_SHIM_PID_SUFFIX ".pid"
 int bm_effect_shim_pid(const char *status_path, pid_t *pid, uint64_t *start);

@@ -56,6 +56,24 @@ static void write_whole(const char *path, const char *suffix, const char *line)
 		(void)rename(tmp, dst);
 }
 
+/* Our pid's and start time's, once bm_effect_shim_ready() has read them. */
+static pid_t ready_pid;
+static uint64_t ready_start;
+
+void bm_effect_shim_ready(void)
+{
+	setsid();
+	/* its own name in ps and top, not its parent's ("burstmeter", "bm-spawner") */
+	prctl(PR_SET_NAME, "bm-shim");
+	/* a spawner's child: it lets the kernel reap its shims, a shim waits for its command */
+	signal(SIGCHLD, SIG_DFL);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	ready_pid = getpid();
+	ready_start = bm_pid_start(ready_pid);
+}
+
 void bm_effect_shim_main(int cgroup_fd, const int *join_fds, int n_join, char *const argv[],
 			 const struct bm_exec *x, const char *status_path, int report_fd,
 			 struct bm_warm *warm)
@@ -65,14 +83,9 @@ void bm_effect_shim_main(int cgroup_fd, const int *join_fds, int n_join, char *c
 	char line[64];
 	int keep[11], nk = 0, i, status = 0;
 
-	setsid();
-	/* its own name in ps and top, not its parent's ("burstmeter", "bm-spawner") */
-	prctl(PR_SET_NAME, "bm-shim");
-	/* a spawner's child: it lets the kernel reap its shims, a shim waits for its command */
-	signal(SIGCHLD, SIG_DFL);
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
+	/* a fork's (bm_effect_shim()) is done here; a ready shim's was done ahead */
+	if (ready_pid != getpid())
+		bm_effect_shim_ready();
 	keep[nk++] = report_fd;
 	keep[nk++] = cgroup_fd;
 	for (i = 0; i < n_join && nk < 5; i++)
@@ -86,8 +99,7 @@ void bm_effect_shim_main(int cgroup_fd, const int *join_fds, int n_join, char *c
 	}
 	shim_close_fds(keep, nk);
 	/* who we are, before the command can run: an agent killed now finds us, not a second run */
-	snprintf(line, sizeof(line), "P %d %llu\n", (int)getpid(),
-		 (unsigned long long)bm_pid_start(getpid()));
+	snprintf(line, sizeof(line), "P %d %llu\n", (int)ready_pid, (unsigned long long)ready_start);
 	write_whole(status_path, BM_SHIM_PID_SUFFIX, line);
 	/* found from now on: it outlives the agent and the spawner */
 	(void)prctl(PR_SET_PDEATHSIG, 0);
