@@ -723,13 +723,21 @@ json_t *ag_pressure_json(struct bm_agent *a, bool names)
 	struct ag_pressure *p = &a->pressure;
 	json_t *j, *tt, *te;
 	unsigned int i;
+	bool room;
 
-	/* room: whether the node's pressure lets an effect start now (ag_node_room), and its bounds */
+	/*
+	 * room: whether the node's pressure lets an effect start now, and its
+	 * bounds. ag_node_room() may read the pressure afresh, so it comes
+	 * before the fields are taken: in json_pack()'s arguments the order is
+	 * unspecified, and a view could say "room" of one read and show the
+	 * figures of the one before.
+	 */
+	room = ag_node_room(a);
 	j = json_pack("{s:b, s:o, s:b, s:f, s:f, s:I, s:s, s:I, s:f, s:I, s:s}", "over",
 		      p->over_cpu || p->over_mem, "dimension",
 		      p->over_mem ? json_string("memory") :
 		      p->over_cpu ? json_string("cpu") : json_null(),
-		      "room", ag_node_room(a), "cpu_some_avg10", p->cpu_avg10, "cpu_some_1s", p->cpu_now,
+		      "room", room, "cpu_some_avg10", p->cpu_avg10, "cpu_some_1s", p->cpu_now,
 		      "mem_available_bytes", (json_int_t)p->mem_available, "action",
 		      a->cfg.pressure_action == BM_PRESSURE_THROTTLE_TOP ? "throttle_top" : "pause",
 		      "episodes", (json_int_t)p->episodes, "admit_cpu_pressure", a->cfg.admit_cpu_pressure,
