@@ -4,8 +4,11 @@
  * than the agent's first table holds (64) all come back, queued as they
  * were; one whose stored request this agent cannot parse (as a newer
  * agent's could be) is left in the store, named in the log, and counted.
+ * A running one whose shim the store never learnt (the agent died between
+ * the go and storing it) is found by what its shim told on its cgroup.
  */
 #include <sqlite3.h>
+#include <sys/xattr.h>
 
 #include "runner.h"
 #include "agent_fx.h"
@@ -41,17 +44,105 @@ static void spoil_request(void)
 	assert_int_equal(sqlite3_close(s), SQLITE_OK);
 }
 
+static sqlite3 *db_open(void)
+{
+	char db[PATH_MAX + 32];
+	sqlite3 *s = NULL;
+
+	snprintf(db, sizeof(db), "%s/state.db", ag.state);
+	assert_int_equal(sqlite3_open_v2(db, &s, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	return s;
+}
+
+/* id's cgroup and its shim's pid and start time, as the store has them */
+static void stored_shim(const char *id, char cg[PATH_MAX], long long *pid, long long *start)
+{
+	sqlite3 *s = db_open();
+	sqlite3_stmt *q = NULL;
+
+	assert_int_equal(sqlite3_prepare_v2(s, "SELECT cgroup, pid, pid_start FROM effects WHERE id = ?1",
+					    -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	snprintf(cg, PATH_MAX, "%s", (const char *)sqlite3_column_text(q, 0));
+	*pid = sqlite3_column_int64(q, 1);
+	*start = sqlite3_column_int64(q, 2);
+	sqlite3_finalize(q);
+	assert_int_equal(sqlite3_close(s), SQLITE_OK);
+}
+
+/*
+ * r0's shim told its pid and start time on r0's cgroup, and wrote no pid
+ * file (an ext4 create on the launch's serial path). Returns r0's
+ * command, the one process in its cgroup.
+ */
+static pid_t shim_told(char cg[PATH_MAX])
+{
+	char want[64], got[64], path[2 * PATH_MAX], buf[64];
+	long long pid, start;
+	ssize_t n;
+	int cmd = 0;
+
+	stored_shim("r0", cg, &pid, &start);
+	assert_true(pid > 0 && start > 0);
+	snprintf(want, sizeof(want), "P %lld %lld\n", pid, start);
+	n = getxattr(cg, "trusted.burstmeter.shim", got, sizeof(got) - 1);
+	if (n < 0)
+		fail_msg("%s: no trusted.burstmeter.shim: %s", cg, strerror(errno));
+	got[n] = '\0';
+	assert_string_equal(got, want);
+	snprintf(path, sizeof(path), "%s/run/%s@r0.status.pid", ag.state, token);
+	if (!access(path, F_OK))
+		fail_msg("%s: a pid file beside the xattr", path);
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	assert_true(bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) > 0);
+	assert_int_equal(sscanf(buf, "%d", &cmd), 1);
+	integ_note("r0's shim told on its cgroup: %.*s; its command is pid %d", (int)strcspn(got, "\n"),
+		   got, cmd);
+	return (pid_t)cmd;
+}
+
+/* As if the agent had died between the go and storing r0's shim. */
+static void forget_shim(void)
+{
+	sqlite3 *s = db_open();
+
+	assert_int_equal(sqlite3_exec(s, "UPDATE effects SET pid = 0, pid_start = 0 WHERE id = 'r0'",
+				      NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_changes(s), 1);
+	assert_int_equal(sqlite3_close(s), SQLITE_OK);
+}
+
+/* r0 runs on in the same cgroup as the same command: adopted, not queued and run again */
+static void same_run(const char *cg, pid_t cmd)
+{
+	char path[PATH_MAX + 16], buf[64];
+	json_t *e = NULL;
+	int now = 0;
+
+	assert_int_equal(call("GET", "/v1/effects/r0", NULL, &e), 200);
+	assert_string_equal(jstr(e, "state"), "running");
+	json_decref(e);
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	assert_true(bm_read_file(AT_FDCWD, path, buf, sizeof(buf)) > 0);
+	assert_int_equal(sscanf(buf, "%d", &now), 1);
+	assert_int_equal(now, cmd);
+}
+
 static void test_adopt_many_and_one_unparsable(void **state)
 {
 	static char log[1 << 20];
 	char id[64], want[256];
+	char cg[PATH_MAX];
 	json_t *e = NULL, *h = NULL, *req;
+	pid_t cmd;
 	int i;
 
 	agent_start();
 	req = launch_req("r0", "bm-sleeper", "60000", NULL);
 	assert_int_equal(call("POST", "/v1/effects", req, &e), 201);
 	json_decref(e);
+	cmd = shim_told(cg);
 	for (i = 1; i <= QUEUED; i++) {
 		e = NULL;
 		snprintf(id, sizeof(id), "q%d", i);
@@ -62,7 +153,9 @@ static void test_adopt_many_and_one_unparsable(void **state)
 	}
 	assert_true(WIFSIGNALED(agent_stop(SIGKILL)));
 	spoil_request();
+	forget_shim();
 	agent_start();
+	same_run(cg, cmd);
 	assert_int_equal(call("GET", "/v1/healthz", NULL, &h), 200);
 	assert_true(jget(h, "adopted") == json_true());
 	json_decref(h);

@@ -41,8 +41,8 @@ static bool same_process(pid_t pid, uint64_t start, int64_t uid)
 /*
  * The process that tells its end: an attached one (the same process, still
  * its owner's), or the shim (the same process: pid and start time, from the
- * store or, if the agent died before it stored them, from the shim's own
- * file). Returns its pidfd, -1 if it is gone, or -ENOENT if no shim ever
+ * store or, if the agent died before it stored them, from what the shim
+ * told on its cgroup or in its file). Returns its pidfd, -1 if it is gone, or -ENOENT if no shim ever
  * got the launch (the command never ran).
  */
 static int find_teller(struct ag_effect *e, const struct bm_effect_row *row)
@@ -52,7 +52,8 @@ static int find_teller(struct ag_effect *e, const struct bm_effect_row *row)
 
 	if (e->req.mode == BM_REQ_ATTACH)
 		return same_process(pid, start, row->uid) ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
-	if (!pid && (!e->status_path || bm_effect_shim_pid(e->status_path, &pid, &start)))
+	if (!pid && (!e->status_path ||
+		     bm_effect_shim_pid(row->cgroup[0] ? row->cgroup : NULL, e->status_path, &pid, &start)))
 		return -ENOENT;
 	return same_process(pid, start, 0) ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
 }

@@ -173,9 +173,15 @@ void bm_effect_shim_main(int cgroup_fd, const int *join_fds, int n_join, char *c
  * while it waits: a launch then finds it done.
  */
 void bm_effect_shim_ready(void);
-/* The shim's own pid and start time, beside its status file, written before the command runs. */
+/*
+ * The shim's own pid and start time ("P <pid> <start>"), told before the
+ * command runs: as an xattr of the effect's cgroup, or where that fails
+ * in a file beside its status file. bm_effect_shim_pid() reads either
+ * (cgroup: the effect's cgroup directory, or NULL). 0 or -errno.
+ */
+#define BM_SHIM_XATTR "trusted.burstmeter.shim"
 #define BM_SHIM_PID_SUFFIX ".pid"
-int bm_effect_shim_pid(const char *status_path, pid_t *pid, uint64_t *start);
+int bm_effect_shim_pid(const char *cgroup, const char *status_path, pid_t *pid, uint64_t *start);
 /* Read a shim's status file: 0 and *wait_status, or -errno. */
 int bm_effect_shim_status(const char *status_path, int *wait_status);
 
