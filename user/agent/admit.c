@@ -264,6 +264,7 @@ static void start(struct bm_agent *a, struct ag_effect *e)
 		return start_failed(a, e, 0, false, e->sup.failed_step, ret);
 	bm_fault("launch-cgroup");
 	ag_set_cg(a, e);
+	ag_tenant_cap_start(a, e);
 	ret = egress(a, e);
 	if (ret)
 		return start_failed(a, e, 0, false, "filter its egress", ret);

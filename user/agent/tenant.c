@@ -501,11 +501,27 @@ static bool want_yield(struct ag_tenant_count *t)
 	       k->level < BM_BUDGET_YIELD * t->bud.cfg.b[BM_BUD_CPU].burst;
 }
 
+/* Hold e as t is held now: its cap (0: none) and, yielding, the lowest weight. */
+static int cap_effect(struct bm_agent *a, struct ag_tenant_count *t, struct ag_effect *e, uint64_t now)
+{
+	int err = bm_sup__cap(&e->sup, t->cap_cores, t->yielding ? YIELD_WEIGHT : 0,
+			      cap_reason[t->cap_cause],
+			      t->cap_cause == BM_BUD_CPU ? t->bud.b[BM_BUD_CPU].level
+							 : bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now));
+
+	if (err == -EOPNOTSUPP && !e->cap_cores && !e->yielding)
+		bm_warn("tenant %s: no CPU controller for %s to hold it to its budget: "
+			"only its queue waits", t->name, e->req.id);
+	e->cap_cores = t->cap_cores;
+	e->yielding = t->yielding;
+	return err;
+}
+
 static void apply_caps(struct bm_agent *a, uint64_t now)
 {
 	bool change = false, yield;
 	unsigned int i;
-	int cause, err;
+	int cause;
 
 	for (i = 0; i < a->n_tenants; i++) {
 		struct ag_tenant_count *t = &a->tenants[i];
@@ -533,16 +549,17 @@ static void apply_caps(struct bm_agent *a, uint64_t now)
 		if (!e->started || e->sup.phase != BM_SUP_RUNNING || !(t = ag_tenant_of(a, e)) ||
 		    (t->cap_cores == e->cap_cores && t->yielding == e->yielding))
 			continue;
-		err = bm_sup__cap(&e->sup, t->cap_cores, t->yielding ? YIELD_WEIGHT : 0,
-				  cap_reason[t->cap_cause],
-				  t->cap_cause == BM_BUD_CPU ? t->bud.b[BM_BUD_CPU].level
-							     : bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now));
-		if (err == -EOPNOTSUPP && !e->cap_cores && !e->yielding)
-			bm_warn("tenant %s: no CPU controller for %s to hold it to its budget: "
-				"only its queue waits", t->name, e->req.id);
-		e->cap_cores = t->cap_cores;
-		e->yielding = t->yielding;
+		(void)cap_effect(a, t, e, now);
 	}
+}
+
+void ag_tenant_cap_start(struct bm_agent *a, struct ag_effect *e)
+{
+	struct ag_tenant_count *t = ag_tenant_of(a, e);
+
+	/* held as its running siblings are (the tick shares the cap out anew with it counted) */
+	if (t && (t->cap_cores || t->yielding))
+		(void)cap_effect(a, t, e, bm_now_ns());
 }
 
 void ag_tenants_tick(struct bm_agent *a, uint64_t now)

@@ -32,6 +32,12 @@ void ag_tenant_charge(struct bm_agent *a, struct ag_effect *e, const struct bm_m
 		      uint64_t now_win, double level_bytes);
 /* e no longer runs: the memory it held is its tenant's no more. */
 void ag_tenant_release(struct bm_agent *a, struct ag_effect *e);
+/*
+ * A new effect of a tenant that is capped or yields starts so, before its
+ * command: the tick would reach it up to AG_TICK_NS later, a time its
+ * threads ran at full weight beside the neighbours the cap protects.
+ */
+void ag_tenant_cap_start(struct bm_agent *a, struct ag_effect *e);
 
 /*
  * Every tick: the memory each tenant holds charged (sleeping effects too:
