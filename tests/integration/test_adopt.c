@@ -29,21 +29,6 @@ static void agent_start(void)
 			"tenants:\n  - { uid: 0, tenant: %s }\n", token);
 }
 
-/* The stored request of BAD made one this agent refuses (a priority out of 1..10). */
-static void spoil_request(void)
-{
-	char db[PATH_MAX + 32], *err = NULL;
-	sqlite3 *s = NULL;
-
-	snprintf(db, sizeof(db), "%s/state.db", ag.state);
-	assert_int_equal(sqlite3_open_v2(db, &s, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-	if (sqlite3_exec(s, "UPDATE effects SET request = json_set(request, '$.priority', 99)"
-			 " WHERE id = '" BAD "'", NULL, NULL, &err) != SQLITE_OK)
-		fail_msg("%s: %s", db, err ? err : sqlite3_errmsg(s));
-	assert_int_equal(sqlite3_changes(s), 1);
-	assert_int_equal(sqlite3_close(s), SQLITE_OK);
-}
-
 static sqlite3 *db_open(void)
 {
 	char db[PATH_MAX + 32];
@@ -52,6 +37,24 @@ static sqlite3 *db_open(void)
 	snprintf(db, sizeof(db), "%s/state.db", ag.state);
 	assert_int_equal(sqlite3_open_v2(db, &s, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
 	return s;
+}
+
+/* One row of the store changed behind the agent's back. */
+static void db_update(const char *sql)
+{
+	sqlite3 *s = db_open();
+	char *err = NULL;
+
+	if (sqlite3_exec(s, sql, NULL, NULL, &err) != SQLITE_OK)
+		fail_msg("%s: %s", sql, err ? err : sqlite3_errmsg(s));
+	assert_int_equal(sqlite3_changes(s), 1);
+	assert_int_equal(sqlite3_close(s), SQLITE_OK);
+}
+
+/* The stored request of BAD made one this agent refuses (a priority out of 1..10). */
+static void spoil_request(void)
+{
+	db_update("UPDATE effects SET request = json_set(request, '$.priority', 99) WHERE id = '" BAD "'");
 }
 
 /* id's cgroup and its shim's pid and start time, as the store has them */
@@ -105,12 +108,7 @@ static pid_t shim_told(char cg[PATH_MAX])
 /* As if the agent had died between the go and storing r0's shim. */
 static void forget_shim(void)
 {
-	sqlite3 *s = db_open();
-
-	assert_int_equal(sqlite3_exec(s, "UPDATE effects SET pid = 0, pid_start = 0 WHERE id = 'r0'",
-				      NULL, NULL, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_changes(s), 1);
-	assert_int_equal(sqlite3_close(s), SQLITE_OK);
+	db_update("UPDATE effects SET pid = 0, pid_start = 0 WHERE id = 'r0'");
 }
 
 /* r0 runs on in the same cgroup as the same command: adopted, not queued and run again */

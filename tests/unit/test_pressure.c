@@ -34,7 +34,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void write_psi(const char *dir, const char *path, const char *avg10)
+static void write_psi(const char *path, const char *avg10)
 {
 	char tmp[256];
 	FILE *f;
@@ -78,11 +78,11 @@ static void test_pressure_view_is_one_read(void **state)
 	snprintf(a->cfg.admit_cpu_pressure_file, sizeof(a->cfg.admit_cpu_pressure_file), "%s", path);
 	snprintf(a->cfg.admit_meminfo_file, sizeof(a->cfg.admit_meminfo_file), "%s", mem);
 
-	write_psi(dir, path, "95.00");
+	write_psi(path, "95.00");
 	check(a, true, 95);
 	for (round = 0; round < 4; round++) {
 		/* the pressure changes, and the tick's look goes stale: the view reads it */
-		write_psi(dir, path, round % 2 ? "95.00" : "0.00");
+		write_psi(path, round % 2 ? "95.00" : "0.00");
 		a->pressure.read_ns = 1;
 		check(a, round % 2 == 1, round % 2 ? 95 : 0);
 	}

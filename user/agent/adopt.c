@@ -42,8 +42,8 @@ static bool same_process(pid_t pid, uint64_t start, int64_t uid)
  * The process that tells its end: an attached one (the same process, still
  * its owner's), or the shim (the same process: pid and start time, from the
  * store or, if the agent died before it stored them, from what the shim
- * told on its cgroup or in its file). Returns its pidfd, -1 if it is gone, or -ENOENT if no shim ever
- * got the launch (the command never ran).
+ * told on its cgroup or in its file). Returns its pidfd, -1 if it is gone,
+ * or -ENOENT if no shim ever got the launch (the command never ran).
  */
 static int find_teller(struct ag_effect *e, const struct bm_effect_row *row)
 {

@@ -502,7 +502,7 @@ static bool want_yield(struct ag_tenant_count *t)
 }
 
 /* Hold e as t is held now: its cap (0: none) and, yielding, the lowest weight. */
-static int cap_effect(struct bm_agent *a, struct ag_tenant_count *t, struct ag_effect *e, uint64_t now)
+static void cap_effect(struct ag_tenant_count *t, struct ag_effect *e, uint64_t now)
 {
 	int err = bm_sup__cap(&e->sup, t->cap_cores, t->yielding ? YIELD_WEIGHT : 0,
 			      cap_reason[t->cap_cause],
@@ -514,7 +514,6 @@ static int cap_effect(struct bm_agent *a, struct ag_tenant_count *t, struct ag_e
 			"only its queue waits", t->name, e->req.id);
 	e->cap_cores = t->cap_cores;
 	e->yielding = t->yielding;
-	return err;
 }
 
 static void apply_caps(struct bm_agent *a, uint64_t now)
@@ -549,7 +548,7 @@ static void apply_caps(struct bm_agent *a, uint64_t now)
 		if (!e->started || e->sup.phase != BM_SUP_RUNNING || !(t = ag_tenant_of(a, e)) ||
 		    (t->cap_cores == e->cap_cores && t->yielding == e->yielding))
 			continue;
-		(void)cap_effect(a, t, e, now);
+		cap_effect(t, e, now);
 	}
 }
 
@@ -559,7 +558,7 @@ void ag_tenant_cap_start(struct bm_agent *a, struct ag_effect *e)
 
 	/* held as its running siblings are (the tick shares the cap out anew with it counted) */
 	if (t && (t->cap_cores || t->yielding))
-		(void)cap_effect(a, t, e, bm_now_ns());
+		cap_effect(t, e, bm_now_ns());
 }
 
 void ag_tenants_tick(struct bm_agent *a, uint64_t now)

@@ -61,8 +61,8 @@ static void write_whole(const char *path, const char *suffix, const char *line)
  * Who we are, where an agent killed before it stored it finds it: on the
  * effect's cgroup, an xattr that lives in memory as long as the cgroup
  * does (a few us), else (no CAP_SYS_ADMIN, no xattrs) in a file beside
- * the status file (a create and a rename: ~370 us of a launch's serial
- * path on the bench's ext4).
+ * the status file (a create, a write and a rename: ~170 us of a launch's
+ * serial path on the bench's ext4, traced in the shim).
  */
 static void tell_pid(int cgroup_fd, const char *status_path, const char *line)
 {
