@@ -153,10 +153,10 @@ static void read_line(const char *dir, const char *file, char *buf, size_t len)
 
 /*
  * The CPU cap the kernel holds tenant t's effect id to, in cores (0: none),
- * and whether it is at the lowest CPU weight (it yields): its cgroup's
- * cpu.max and cpu.weight on cgroup v2, else (a hybrid host: the cpu
+ * and whether it yields (in the idle class, cpu.idle 1): its cgroup's
+ * cpu.max and cpu.idle on cgroup v2, else (a hybrid host: the cpu
  * controller on v1) its v1 twin's cpu.cfs_quota_us over cpu.cfs_period_us
- * and cpu.shares, the twin beside the agent's own v1 cpu cgroup, named as
+ * and cpu.idle, the twin beside the agent's own v1 cpu cgroup, named as
  * the effect's cgroup.
  */
 static double kernel_cap(const char *t, const char *id, bool *lowest)
@@ -180,7 +180,7 @@ static double kernel_cap(const char *t, const char *id, bool *lowest)
 		if (lowest) {
 			char w[32];
 
-			read_line(dir, "cpu.weight", w, sizeof(w));
+			read_line(dir, "cpu.idle", w, sizeof(w));
 			*lowest = atoi(w) == 1;
 		}
 		if (!strncmp(line, "max", 3))
@@ -200,8 +200,8 @@ static double kernel_cap(const char *t, const char *id, bool *lowest)
 	read_line(dir, "cpu.cfs_period_us", line, sizeof(line));
 	period = atof(line);
 	if (lowest) {
-		read_line(dir, "cpu.shares", line, sizeof(line));
-		*lowest = atoi(line) <= 10;
+		read_line(dir, "cpu.idle", line, sizeof(line));
+		*lowest = atoi(line) == 1;
 	}
 	return quota > 0 && period > 0 ? quota / period : 0;
 }
@@ -1038,10 +1038,10 @@ static void test_budgets_pressure_attributed(void **state)
 	assert_true(fabs(jnum(top, "cap_cores") - 0.8 * ncpu / 2) < 1e-9);
 	json_decref(top);
 	assert_string_equal(wait_leaves("top", "t1", "running", 2000), "throttled");
-	/* and the kernel holds t1 to it (cpu.max, or a v1 twin's cfs quota), at the lowest weight */
+	/* and the kernel holds t1 to it (cpu.max, or a v1 twin's cfs quota), in the idle class */
 	yields = false;
 	cap = kernel_cap("top", "t1", &yields);
-	integ_note("t1's cap in the kernel: %.3f cores, lowest weight %d", cap, yields);
+	integ_note("t1's cap in the kernel: %.3f cores, idle class %d", cap, yields);
 	assert_true(fabs(cap - 0.8 * ncpu / 2) < 1e-3);
 	assert_true(yields);
 	assert_true(kernel_cap("calm", "c1", &yields) == 0);
@@ -1212,7 +1212,7 @@ static void test_budgets_memory_pressure_holds_top(void **state)
 	assert_true(jtrue(s, "pressure.held"));
 	assert_string_equal(jstr(s, "pressure.dimension"), "memory");
 	assert_true(jtrue(s, "held"));
-	/* held, not capped: neither a cap nor the lowest weight, in the agent nor in the kernel */
+	/* held, not capped: neither a cap nor the idle class, in the agent nor in the kernel */
 	assert_false(jtrue(s, "pressure.throttled"));
 	assert_true(jnum(s, "cap_cores") == 0);
 	assert_false(jtrue(s, "yielding"));

@@ -40,7 +40,7 @@ static const char *const fake_v2_core[] = {
 	"cgroup.subtree_control", "cpu.stat", "cpu.pressure", "memory.pressure", "io.pressure",
 	NULL,
 };
-static const char *const fake_v2_cpu[] = { "cpu.max", "cpu.weight", NULL };
+static const char *const fake_v2_cpu[] = { "cpu.max", "cpu.weight", "cpu.idle", NULL };
 static const char *const fake_v2_memory[] = {
 	"memory.max", "memory.high", "memory.oom.group", "memory.events", "memory.peak",
 	"memory.current", NULL,
@@ -52,7 +52,7 @@ static const char *const fake_v1_files[BM_V1__MAX][6] = {
 	[BM_V1_MEMORY] = { "memory.limit_in_bytes", "memory.oom_control",
 			   "memory.max_usage_in_bytes", "memory.usage_in_bytes", NULL },
 	[BM_V1_PIDS] = { "pids.max", "pids.events", "pids.current", NULL },
-	[BM_V1_CPU] = { "cpu.cfs_period_us", "cpu.cfs_quota_us", "cpu.shares", NULL },
+	[BM_V1_CPU] = { "cpu.cfs_period_us", "cpu.cfs_quota_us", "cpu.shares", "cpu.idle", NULL },
 	[BM_V1_BLKIO] = { "blkio.throttle.read_bps_device", "blkio.throttle.write_bps_device",
 			  "blkio.throttle.read_iops_device", "blkio.throttle.write_iops_device", NULL },
 };

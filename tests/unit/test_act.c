@@ -393,8 +393,9 @@ static void test_act_cap_writes_and_lifts(void **state)
 	f.lim.cpu_milli = 1500;
 	assert_int_equal(bm_act_cap(&f.a, 0.4, 1, "cpu_seconds_budget", -2.5, T0 + 100 * MS), 0);
 	assert_string_equal(knob_take(f.dir, "cpu.max"), "40000 100000");
-	/* and it yields to its siblings */
+	/* and it yields to its siblings, out of the idle class (an adopted one may be in it) */
 	assert_string_equal(knob_take(f.dir, "cpu.weight"), "1");
+	assert_string_equal(knob_take(f.dir, "cpu.idle"), "0");
 	assert_true(f.a.capped);
 	assert_action(0, 100, "throttle", "cpu_seconds_budget", -2.5, 0.4);
 	/* the same cap again: nothing written, nothing recorded */
@@ -420,11 +421,33 @@ static void test_act_cap_writes_and_lifts(void **state)
 	assert_true(f.out.throttled_s == 0.25);
 }
 
-/* On a v1 twin: cfs_quota_us and cpu.shares (weight x 1024 / 100, at least 2). */
+/*
+ * The lowest of all, BM_CPU_IDLE, is the idle class: cpu.idle 1 and no weight
+ * (the kernel refuses one there); leaving it writes cpu.idle 0 before the
+ * weight. A kernel without cpu.idle (before 5.15) gets weight 1.
+ */
+static void test_act_cap_idle_class(void **state)
+{
+	assert_int_equal(bm_act_cap(&f.a, 0.4, BM_CPU_IDLE, "cpu_seconds_budget", -1, T0), 0);
+	assert_string_equal(knob_take(f.dir, "cpu.idle"), "1");
+	assert_string_equal(knob_take(f.dir, "cpu.weight"), "");
+	assert_int_equal(bm_act_cap(&f.a, 0.4, 0, "cpu_seconds_budget", 1, T0 + 10 * MS), 0);
+	assert_string_equal(knob_take(f.dir, "cpu.idle"), "0");
+	assert_string_equal(knob_take(f.dir, "cpu.weight"), "100");
+	assert_int_equal(unlinkat(f.cg.dirfd, "cpu.idle", 0), 0);
+	assert_int_equal(bm_act_cap(&f.a, 0.4, BM_CPU_IDLE, "cpu_seconds_budget", -1, T0 + 20 * MS), 0);
+	assert_string_equal(knob_take(f.dir, "cpu.weight"), "1");
+	assert_int_equal(bm_act_cap(&f.a, 0.4, 0, "cpu_seconds_budget", 1, T0 + 30 * MS), 0);
+	assert_string_equal(knob_take(f.dir, "cpu.weight"), "100");
+}
+
+/* On a v1 twin: cfs_quota_us and cpu.shares (weight x 1024 / 100, at least 2), cpu.idle. */
 static void test_act_cap_on_v1(void **state)
 {
-	const char *v1 = fake_path("%s/v1cpu", f.root);
+	char v1[PATH_MAX];
 
+	/* a copy: fake_path()'s buffers are reused */
+	snprintf(v1, sizeof(v1), "%s/v1cpu", f.root);
 	fake_mkdirs(v1);
 	fake_files(v1, fake_v1_files[BM_V1_CPU]);
 	f.ceil.v2_cpu = false;
@@ -436,6 +459,9 @@ static void test_act_cap_on_v1(void **state)
 	assert_int_equal(bm_act_cap(&f.a, 0, 0, "node_pressure", 0.1, T0 + 10 * MS), 0);
 	assert_string_equal(knob_take(v1, "cpu.cfs_quota_us"), "-1");
 	assert_string_equal(knob_take(v1, "cpu.shares"), "1024");
+	assert_int_equal(bm_act_cap(&f.a, 0.25, BM_CPU_IDLE, "node_pressure", 1.5, T0 + 20 * MS), 0);
+	assert_string_equal(knob_take(v1, "cpu.idle"), "1");
+	assert_string_equal(knob_take(v1, "cpu.shares"), "");
 	close(f.ceil.v1_cpu_dirfd);
 	f.ceil.v1_cpu_dirfd = -1;
 }
@@ -546,6 +572,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_act_throttle_cpu_writes_cpu_max),
 		T(test_act_cap_writes_and_lifts),
+		T(test_act_cap_idle_class),
 		T(test_act_cap_on_v1),
 		T(test_act_cap_and_ladder_take_the_lower),
 		T(test_act_cap_without_controller),

@@ -42,7 +42,7 @@ struct bm_actuator {
 	 * node's pressure): cpu.max never above it, whatever the ladder does.
 	 */
 	double cap_cores;		/* 0: none */
-	unsigned int cap_weight;	/* its CPU weight meanwhile (cgroup v2 units), 0: the default */
+	unsigned int cap_weight;	/* its CPU weight meanwhile (cgroup v2 units, BM_CPU_IDLE), 0: the default */
 	bool capped;
 	uint64_t capped_at_ns, capped_ns;	/* time capped while the ladder did not throttle */
 	double throttle_cores;		/* the ladder's own CPU throttle (controller), 0: none */
@@ -62,7 +62,7 @@ int bm_act_do(struct bm_actuator *a, const struct bm_verdict_action *va, const c
 
 /*
  * Cap the effect's CPU at cores (0 lifts the cap) and set its CPU weight
- * against its siblings (cgroup v2 units, 1 yields to them all; 0 is the
+ * against its siblings (cgroup v2 units, BM_CPU_IDLE yields to them all; 0 is the
  * default) through its controller, for reason (a static string, e.g.
  * "cpu_seconds_budget"), observed being what moved the caller. A cap put
  * on or lifted is recorded in the outcome as a throttle or an unthrottle

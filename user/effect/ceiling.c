@@ -282,15 +282,27 @@ int bm_ceilings_cpu(struct bm_ceilings *c, const struct bm_limits *lim, double c
 
 int bm_ceilings_cpu_weight(struct bm_ceilings *c, unsigned int weight)
 {
+	int dirfd = c->v2_cpu ? c->v2_dirfd : c->v1_cpu_dirfd, err;
 	unsigned long long shares;
 
+	if (dirfd < 0)
+		return -EOPNOTSUPP;
+	if (weight == BM_CPU_IDLE) {
+		err = bm_write_file(dirfd, "cpu.idle", "1");
+		if (err != -ENOENT)
+			return err;
+		weight = 1;
+	} else {
+		/* out of the idle class first (it takes no weight: EINVAL), adopted ones too */
+		err = bm_write_file(dirfd, "cpu.idle", "0");
+		if (err && err != -ENOENT)
+			return err;
+	}
 	weight = !weight ? 100 : weight > 10000 ? 10000 : weight;
 	if (c->v2_cpu)
-		return write_u64(c->v2_dirfd, "cpu.weight", weight);
-	if (c->v1_cpu_dirfd < 0)
-		return -EOPNOTSUPP;
+		return write_u64(dirfd, "cpu.weight", weight);
 	shares = (unsigned long long)weight * 1024 / 100;
-	return write_u64(c->v1_cpu_dirfd, "cpu.shares", shares < 2 ? 2 : shares);
+	return write_u64(dirfd, "cpu.shares", shares < 2 ? 2 : shares);
 }
 
 int bm_ceilings_mem_high(struct bm_ceilings *c, double bytes)

@@ -10,6 +10,7 @@
 #ifndef BM_CEILING_H
 #define BM_CEILING_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -76,8 +77,13 @@ int bm_ceilings_cpu(struct bm_ceilings *c, const struct bm_limits *lim, double c
 /*
  * The effect's CPU weight against its siblings, in cgroup v2's units
  * (1-10000; 0 is the default, 100): cpu.weight, or a v1 twin's cpu.shares
- * (weight x 1024 / 100, at least 2). Returns 0, -EOPNOTSUPP, -errno.
+ * (weight x 1024 / 100, at least 2). BM_CPU_IDLE, below them all, is the
+ * idle class (cpu.idle 1, v2 or v1, since 5.15): it runs on CPUs nothing
+ * else wants and a waking neighbour preempts it at once, where weight 1
+ * still takes a slice first (a kernel without cpu.idle gets weight 1).
+ * Returns 0, -EOPNOTSUPP, -errno.
  */
+#define BM_CPU_IDLE UINT_MAX
 int bm_ceilings_cpu_weight(struct bm_ceilings *c, unsigned int weight);
 /* Ask the kernel to reclaim above bytes (v2 memory.high; 0 = max). Returns 0, -EOPNOTSUPP, -errno. */
 int bm_ceilings_mem_high(struct bm_ceilings *c, double bytes);
