@@ -486,7 +486,7 @@ static double want_cap(const struct bm_agent *a, struct ag_tenant_count *t, int 
 /*
  * The CPU weight of an effect that yields: the idle class, which a waking
  * neighbour preempts at once. Beside a burster held to 0.4 cores on 2 CPUs, a
- * 40 ms call took up to 4-6 ms longer than alone at weight 1, 2-4 ms in the
+ * 40 ms call's worst case was 4-8 ms over alone at weight 1, 3-4 ms in the
  * idle class (README, fairness).
  */
 #define YIELD_WEIGHT BM_CPU_IDLE
