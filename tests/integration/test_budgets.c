@@ -24,6 +24,7 @@
 #include "runner.h"
 #include "agent_fx.h"
 #include "prom_fx.h"
+#include "effect/cpuplace.h"
 
 static int metrics_port;
 static const char *promtool;
@@ -159,6 +160,33 @@ static void read_line(const char *dir, const char *file, char *buf, size_t len)
  * and cpu.idle, the twin beside the agent's own v1 cpu cgroup, named as
  * the effect's cgroup.
  */
+/* How many CPUs the first process of an effect may run on (its cpuset bounds its affinity). */
+static int effect_cpus(const char *t, const char *id)
+{
+	char path[PATH_MAX * 2 + 16], line[256], *p;
+	json_t *e = NULL;
+	cpu_set_t set;
+	FILE *f;
+	int pid;
+
+	snprintf(path, sizeof(path), "/v1/effects/%s?tenant=%s", id, tn(t));
+	assert_int_equal(call("GET", path, NULL, &e), 200);
+	read_line(jstr(e, "cgroup"), "cgroup.procs", line, sizeof(line));
+	json_decref(e);
+	pid = atoi(line);
+	assert_true(pid > 0);
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) && strncmp(line, "Cpus_allowed_list:", 18))
+		;
+	fclose(f);
+	for (p = line + 18; *p == '\t' || *p == ' '; p++)
+		;
+	assert_int_equal(bm_cpulist_parse(p, &set), 0);
+	return CPU_COUNT(&set);
+}
+
 static double kernel_cap(const char *t, const char *id, bool *lowest)
 {
 	char path[PATH_MAX * 2 + 16], dir[PATH_MAX * 2], line[128], self[64];
@@ -1044,6 +1072,11 @@ static void test_budgets_pressure_attributed(void **state)
 	integ_note("t1's cap in the kernel: %.3f cores, idle class %d", cap, yields);
 	assert_true(fabs(cap - 0.8 * ncpu / 2) < 1e-3);
 	assert_true(yields);
+	/* and on as many CPUs as the cap needs (docs/DESIGN.md, "CPU placement"); calm on all */
+	integ_note("t1 may run on %d of %ld CPUs, c1 on %d", effect_cpus("top", "t1"), ncpu,
+		   effect_cpus("calm", "c1"));
+	assert_int_equal(effect_cpus("top", "t1"), (int)ceil(0.8 * ncpu / 2 - 1e-9));
+	assert_int_equal(effect_cpus("calm", "c1"), (int)ncpu);
 	assert_true(kernel_cap("calm", "c1", &yields) == 0);
 	assert_false(yields);
 	s = self_of("calm");

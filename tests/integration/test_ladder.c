@@ -29,13 +29,13 @@ static const char *write_policy(struct fx *f, const char *yaml)
 /* No v1 twin (burstmeter.<tenant>.<id>) of ours is left in any v1 hierarchy. */
 static void assert_no_v1_twins(void)
 {
-	static const char *const ctrl[] = { "memory", "pids", "cpu" };
+	static const char *const ctrl[BM_V1__MAX] = { "memory", "pids", "cpu", "blkio", "cpuset" };
 	struct bm_cgroup_env env;
 	char dir[PATH_MAX], cmd[2 * PATH_MAX + 64];
 	unsigned int i;
 
 	assert_int_equal(bm_cgroup_env_detect("/proc/self/mountinfo", "/proc/self/cgroup", &env), 0);
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < BM_V1__MAX; i++) {
 		FILE *p;
 		char line[PATH_MAX];
 

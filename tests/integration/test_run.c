@@ -94,6 +94,48 @@ static void test_run_threads(void **state)
 }
 
 /*
+ * A CPU ceiling of one core on a node of more is one CPU at every instant,
+ * not two for half of each quota period (docs/DESIGN.md, "CPU placement"):
+ * bm-threads 4 300 (four threads, 300 ms of CPU each) under --cpu 1 never
+ * has a 10 ms window over one core, where the quota alone gave ~2. Its tasks
+ * are allowed one CPU, and a task that asks for all of them (taskset) still
+ * gets that one only. With one CPU there is nothing to confine.
+ */
+static void test_run_cpu_ceiling_confines(void **state)
+{
+	struct fx *f = *state;
+	char all[32], want[96], one[32];
+	const char *cpus;
+	struct res *r;
+
+	r = run_bm(f, R_STD, "--cpu", "1", "--", wl("bm-threads"), "4", "300", NULL);
+	check_completed(f, r);
+	cpus = json_string_value(jget(r->o, "enforcement.cpus"));
+	printf("# enforcement.cpus \"%s\", peak %.3f cores, %.3f CPU-s in %.2f s\n", cpus ? cpus : "",
+	       jnum(r->o, "peak.cpu_cores"), jnum(r->o, "totals.cpu_seconds"), jnum(r->o, "wall_seconds"));
+	if (ncpu < 2) {
+		assert_null(cpus);
+		assert_clean(f);
+		return;
+	}
+	assert_non_null(cpus);
+	/* "1 (cgroup v1 cpuset.cpus)": its CPU, kept (the next run frees this outcome) */
+	snprintf(one, sizeof(one), "%.*s", (int)strcspn(cpus, " "), cpus);
+	assert_true(jnum(r->o, "peak.cpu_cores") <= 1.02);
+	assert_between(jnum(r->o, "totals.cpu_seconds"), 1.2, 1.2 * 1.25);
+	assert_true(jnum(r->o, "wall_seconds") >= 1.15);
+	assert_clean(f);
+	/* a task of the effect cannot widen its CPUs: the cpuset bounds its affinity */
+	snprintf(all, sizeof(all), "0-%ld", ncpu - 1);
+	r = run_bm(f, R_STD, "--cpu", "1", "--", "taskset", "-c", all, "grep", "Cpus_allowed_list",
+		   "/proc/self/status", NULL);
+	check_completed(f, r);
+	snprintf(want, sizeof(want), "Cpus_allowed_list:\t%s\n", one);
+	assert_string_equal(r->out.p, want);
+	assert_clean(f);
+}
+
+/*
  * bm-sleeper 300: nothing but exec, a 300 ms sleep and exit. Truth: the
  * CPU it uses is its start (exec, dynamic linking) and its exit, a few ms
  * in at most two windows each; every other window is exactly 0. (A bound on
@@ -555,6 +597,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_run_spike, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_run_spike_meter_hash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_run_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_run_cpu_ceiling_confines, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_run_sleeper, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_run_window_ms, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_run_memtouch, setup, teardown),

@@ -41,6 +41,7 @@ static const char *const fake_v2_core[] = {
 	NULL,
 };
 static const char *const fake_v2_cpu[] = { "cpu.max", "cpu.weight", "cpu.idle", NULL };
+static const char *const fake_v2_cpuset[] = { "cpuset.cpus", NULL };
 static const char *const fake_v2_memory[] = {
 	"memory.max", "memory.high", "memory.oom.group", "memory.events", "memory.peak",
 	"memory.current", NULL,
@@ -55,6 +56,7 @@ static const char *const fake_v1_files[BM_V1__MAX][6] = {
 	[BM_V1_CPU] = { "cpu.cfs_period_us", "cpu.cfs_quota_us", "cpu.shares", "cpu.idle", NULL },
 	[BM_V1_BLKIO] = { "blkio.throttle.read_bps_device", "blkio.throttle.write_bps_device",
 			  "blkio.throttle.read_iops_device", "blkio.throttle.write_iops_device", NULL },
+	[BM_V1_CPUSET] = { "cpuset.cpus", "cpuset.mems", NULL },
 };
 static const char *const fake_v1_core[] = { "cgroup.procs", "tasks", "notify_on_release", NULL };
 
@@ -227,6 +229,8 @@ FAKECG_FN void fake_v2_knobs(const char *dir, const char *ctrls)
 		fake_files(dir, fake_v2_memory);
 	if (fake_has_word(ctrls, "pids"))
 		fake_files(dir, fake_v2_pids);
+	if (fake_has_word(ctrls, "cpuset"))
+		fake_files(dir, fake_v2_cpuset);
 }
 
 /*
@@ -266,6 +270,7 @@ FAKECG_FN void fake_unknob(const char *dir)
 	fake_unlink(dfd, fake_v2_cpu);
 	fake_unlink(dfd, fake_v2_memory);
 	fake_unlink(dfd, fake_v2_pids);
+	fake_unlink(dfd, fake_v2_cpuset);
 	fake_unlink(dfd, fake_v1_core);
 	for (v = 0; v < BM_V1__MAX; v++)
 		fake_unlink(dfd, fake_v1_files[v]);

@@ -47,7 +47,7 @@ static int setup(void **state)
 	assert_true(f.cg.dirfd >= 0);
 	for (i = 0; i < BM_V1__MAX; i++)
 		f.ceil.join_fd[i] = -1;
-	f.ceil.v1_cpu_dirfd = f.ceil.v1_mem_dirfd = f.ceil.v1_blkio_dirfd = -1;
+	f.ceil.v1_cpu_dirfd = f.ceil.v1_mem_dirfd = f.ceil.v1_blkio_dirfd = f.ceil.cpuset_dirfd = -1;
 	f.ceil.v2_dirfd = f.cg.dirfd;
 	f.ceil.v2_cpu = f.ceil.v2_mem = true;
 	bm_policy_default(&f.pol);

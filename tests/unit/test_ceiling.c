@@ -17,6 +17,7 @@
 
 #include "fakecg.h"
 #include "effect/ceiling.h"
+#include "effect/cpuplace.h"
 
 #define MIB (1024ULL * 1024)
 #define NAME "burstmeter.unit.e1"
@@ -32,9 +33,9 @@ static struct {
 	bool applied;
 } f;
 
-static const char *const v1_name[BM_V1__MAX] = { "memory", "pids", "cpu", "blkio" };
+static const char *const v1_name[BM_V1__MAX] = { "memory", "pids", "cpu", "blkio", "cpuset" };
 /* our own v1 cgroups, as /proc/self/cgroup would say: one below the root, one at it */
-static const char *const v1_self[BM_V1__MAX] = { "/job", "/", "/user.slice", "/" };
+static const char *const v1_self[BM_V1__MAX] = { "/job", "/", "/user.slice", "/", "/" };
 
 static int setup(void **state)
 {
@@ -105,9 +106,9 @@ static void hybrid(unsigned int mask)
 
 #define ALL_V1 ((1U << BM_V1_MEMORY) | (1U << BM_V1_PIDS) | (1U << BM_V1_CPU))
 
-static int apply(bool cpu_throttle)
+static int apply(unsigned int flags)
 {
-	int err = bm_ceilings_apply(&f.env, &f.cg, NAME, &f.lim, cpu_throttle, &fake_cgfs, &f.c);
+	int err = bm_ceilings_apply(&f.env, &f.cg, NAME, &f.lim, flags, &fake_cgfs, &f.c);
 
 	f.applied = !err;
 	return err;
@@ -190,7 +191,8 @@ static void test_ceiling_cpuset_is_not_cpu(void **state)
 	assert_int_equal(apply(true), 0);
 	assert_false(f.c.v2_cpu);
 	assert_mech(BM_P_CPU, "meter", false);
-	assert_string_equal(last_enabled(), "");
+	/* cpuset is asked for (the ceiling confines it to a CPU where there are two), never cpu */
+	assert_string_not_equal(last_enabled(), "+cpu");
 	assert_int_equal(bm_ceilings_cpu(&f.c, &f.lim, 0.25), -EOPNOTSUPP);
 }
 
@@ -487,6 +489,100 @@ static void test_ceiling_hybrid_cpu_throttle_round_trip(void **state)
 	assert_int_equal(bm_ceilings_cpu(&f.c, &f.lim, 0.25), -EOPNOTSUPP);
 }
 
+/* Our own CPUs: the placement confines an effect only where it leaves some out. */
+static unsigned int our_cpus(cpu_set_t *s)
+{
+	assert_int_equal(sched_getaffinity(0, sizeof(*s), s), 0);
+	return (unsigned int)CPU_COUNT(s);
+}
+
+/* The highest CPU of ours: the first one a placement picks. */
+static const char *highest_cpu(void)
+{
+	static char buf[16];
+	cpu_set_t s;
+	int cpu;
+
+	our_cpus(&s);
+	for (cpu = CPU_SETSIZE - 1; cpu >= 0 && !CPU_ISSET(cpu, &s); cpu--)
+		;
+	snprintf(buf, sizeof(buf), "%d", cpu);
+	return buf;
+}
+
+static void test_ceiling_v2_cpuset_confines_a_ceiling(void **state)
+{
+	cpu_set_t all;
+	unsigned int n = our_cpus(&all);
+	char list[256];
+
+	/* a ceiling of one core on a node of more: one CPU, counted until released */
+	v2("cpu cpuset", "cpu cpuset", NULL);
+	limits(1000, 0, 0);
+	assert_int_equal(apply(false), 0);
+	assert_int_equal(bm_cpulist_format(&all, list, sizeof(list)), 0);
+	if (n < 2) {
+		assert_false(f.c.cpus_held);
+		return;
+	}
+	assert_true(f.c.cpus_held);
+	assert_string_equal(f.c.cpus_mech, "cgroup v2 cpuset.cpus");
+	assert_string_equal(knob_take(f.eff, "cpuset.cpus"), highest_cpu());
+	assert_int_equal(bm_cpuplace_load((unsigned int)atoi(highest_cpu())), 1);
+	/* a throttle to fewer cores keeps the CPU; the ceiling's own cores, too */
+	assert_int_equal(bm_ceilings_cpu(&f.c, &f.lim, 0.5), 0);
+	assert_string_equal(knob_take(f.eff, "cpuset.cpus"), "");
+	assert_int_equal(bm_ceilings_cpu(&f.c, &f.lim, 0), 0);
+	assert_string_equal(knob_take(f.eff, "cpuset.cpus"), "");
+	bm_ceilings_release(&f.c);
+	f.applied = false;
+	assert_int_equal(bm_cpuplace_load((unsigned int)atoi(highest_cpu())), 0);
+	/* a ceiling as large as the node: no cpuset written */
+	limits(1000ULL * n, 0, 0);
+	assert_int_equal(apply(false), 0);
+	assert_false(f.c.cpus_held);
+	assert_string_equal(knob_take(f.eff, "cpuset.cpus"), "");
+}
+
+static void test_ceiling_hybrid_cpuset_twin_for_a_cap(void **state)
+{
+	cpu_set_t all;
+	unsigned int n = our_cpus(&all);
+	char list[256];
+
+	/* no ceiling, but a cap may come: a cpuset twin with every CPU and the parent's nodes */
+	v2("", "", "");
+	hybrid((1U << BM_V1_CPU) | (1U << BM_V1_CPUSET));
+	fake_put(f.env.v1_mount[BM_V1_CPUSET], "cpuset.mems", "0\n");
+	limits(0, 0, 0);
+	assert_int_equal(apply(BM_CEIL_CPU_CAP), 0);
+	assert_int_equal(bm_cpulist_format(&all, list, sizeof(list)), 0);
+	assert_string_equal(knob_take(f.twin[BM_V1_CPUSET], "cpuset.mems"), "0\n");
+	assert_string_equal(knob_take(f.twin[BM_V1_CPUSET], "cpuset.cpus"), list);
+	assert_false(f.c.cpus_held);
+	/* the cap confines it, and the end of the cap gives its CPUs back */
+	assert_int_equal(bm_ceilings_cpu(&f.c, &f.lim, 0.4), 0);
+	assert_string_equal(knob_take(f.twin[BM_V1_CPU], "cpu.cfs_quota_us"), "40000");
+	if (n >= 2) {
+		assert_true(f.c.cpus_held);
+		assert_string_equal(knob_take(f.twin[BM_V1_CPUSET], "cpuset.cpus"), highest_cpu());
+	}
+	assert_int_equal(bm_ceilings_cpu(&f.c, &f.lim, 0), 0);
+	assert_false(f.c.cpus_held);
+	if (n >= 2)
+		assert_string_equal(knob_take(f.twin[BM_V1_CPUSET], "cpuset.cpus"), list);
+	/* confined again, released: the twin goes and the CPU is free */
+	assert_int_equal(bm_ceilings_cpu(&f.c, &f.lim, 0.4), 0);
+	bm_ceilings_release(&f.c);
+	f.applied = false;
+	assert_false(exists(f.twin[BM_V1_CPUSET]));
+	assert_int_equal(bm_cpuplace_load((unsigned int)atoi(highest_cpu())), 0);
+	/* without a cap or a ceiling that confines: no cpuset twin is made */
+	assert_int_equal(apply(true), 0);
+	assert_false(exists(f.twin[BM_V1_CPUSET]));
+	assert_int_equal(f.c.cpuset_dirfd, -1);
+}
+
 static void test_ceiling_missing_hierarchy_falls_back(void **state)
 {
 	/* hybrid, but only a cpu hierarchy: memory and pids are the meter's */
@@ -661,6 +757,8 @@ int main(void)
 		T(test_ceiling_hybrid_prefers_v2),
 		T(test_ceiling_hybrid_all_on_v2_makes_no_twin),
 		T(test_ceiling_hybrid_cpu_throttle_round_trip),
+		T(test_ceiling_v2_cpuset_confines_a_ceiling),
+		T(test_ceiling_hybrid_cpuset_twin_for_a_cap),
 		T(test_ceiling_missing_hierarchy_falls_back),
 		T(test_ceiling_existing_twin_is_not_taken),
 		T(test_ceiling_write_failure_removes_what_was_made),

@@ -16,7 +16,7 @@
 #include "base/common.h"
 #include "base/mountinfo.h"
 
-static const char *const v1_names[BM_V1__MAX] = { "memory", "pids", "cpu", "blkio" };
+static const char *const v1_names[BM_V1__MAX] = { "memory", "pids", "cpu", "blkio", "cpuset" };
 
 /* The path of dir inside a mount whose root is mroot: "/a/b" under root "/a" is "/b". */
 static int strip_root(const char *mroot, const char *path, char *out, size_t len)

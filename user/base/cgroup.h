@@ -16,7 +16,7 @@
 enum bm_cg_mode { BM_CG_V2, BM_CG_HYBRID };
 
 /* The v1 controllers a hybrid host may give us ceilings from. */
-enum bm_v1 { BM_V1_MEMORY, BM_V1_PIDS, BM_V1_CPU, BM_V1_BLKIO, BM_V1__MAX };
+enum bm_v1 { BM_V1_MEMORY, BM_V1_PIDS, BM_V1_CPU, BM_V1_BLKIO, BM_V1_CPUSET, BM_V1__MAX };
 
 struct bm_cgroup_env {
 	enum bm_cg_mode mode;

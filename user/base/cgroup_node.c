@@ -12,7 +12,7 @@
 #include "base/common.h"
 #include "base/mountinfo.h"
 
-static const char *const v1_names[BM_V1__MAX] = { "memory", "pids", "cpu", "blkio" };
+static const char *const v1_names[BM_V1__MAX] = { "memory", "pids", "cpu", "blkio", "cpuset" };
 
 bool bm_cgroup_valid_parent(const char *parent)
 {

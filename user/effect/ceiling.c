@@ -12,6 +12,7 @@
 #include "base/common.h"
 #include "base/parse.h"
 #include "effect/ceiling.h"
+#include "effect/cpuplace.h"
 
 #define CFS_PERIOD_US 100000ULL
 
@@ -172,6 +173,68 @@ static int v1_twin(const struct bm_cgroup_env *env, enum bm_v1 v, const char *na
 	return c->join_fd[v] < 0 ? -errno : 0;
 }
 
+/* Write the effect's CPUs (c->cpus), where its cpuset is. */
+static int write_cpus(struct bm_ceilings *c)
+{
+	char list[1024];
+	int err = bm_cpulist_format(&c->cpus, list, sizeof(list));
+
+	return err ?: bm_write_file(c->cpuset_dirfd, "cpuset.cpus", list);
+}
+
+/*
+ * Confine the effect to as many CPUs as cores needs (all we may use when
+ * that is all of them, or cores <= 0). Keeps the CPUs it has when their
+ * count is right; else gives them back and picks anew.
+ */
+static int place_cpus(struct bm_ceilings *c, double cores)
+{
+	cpu_set_t allowed;
+	unsigned int k;
+
+	if (c->cpuset_dirfd < 0 || sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+		return 0;
+	if (!bm_cpuplace_confines(cores, &allowed, &k)) {
+		if (!c->cpus_held)
+			return 0;
+		bm_cpuplace_put(&c->cpus);
+		c->cpus_held = false;
+		c->cpus = allowed;
+		return write_cpus(c);
+	}
+	if (c->cpus_held && (unsigned int)CPU_COUNT(&c->cpus) == k)
+		return 0;
+	if (c->cpus_held)
+		bm_cpuplace_put(&c->cpus);
+	bm_cpuplace_pick(&allowed, k, &c->cpus);
+	c->cpus_held = true;
+	return write_cpus(c);
+}
+
+/* Where its CPUs are set: v2's cpuset.cpus where our cgroup delegates cpuset, else a v1 twin. */
+static int cpuset_open(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
+		       struct bm_ceilings *c)
+{
+	char mems[256];
+	int fd, n;
+
+	if (sched_getaffinity(0, sizeof(c->cpus), &c->cpus) < 0)
+		return 0;
+	if (v2_delegate(cg, "cpuset")) {
+		c->cpuset_dirfd = cg->dirfd;
+		c->cpus_mech = "cgroup v2 cpuset.cpus";
+		return 0;
+	}
+	if (env->mode != BM_CG_HYBRID || v1_twin(env, BM_V1_CPUSET, name, c, &fd))
+		return 0;
+	c->cpuset_dirfd = fd;
+	c->cpus_mech = "cgroup v1 cpuset.cpus";
+	/* a v1 cpuset starts with no CPUs and no memory nodes: it takes none until given both */
+	n = bm_read_file(fd, "../cpuset.mems", mems, sizeof(mems));
+	n = n < 0 ? n : bm_write_file(fd, "cpuset.mems", mems);
+	return n ?: write_cpus(c);
+}
+
 static int apply_v1(const struct bm_cgroup_env *env, const char *name, const struct bm_limits *lim,
 		    bool cpu_throttle, struct bm_ceilings *c)
 {
@@ -209,20 +272,28 @@ static int apply_v1(const struct bm_cgroup_env *env, const char *name, const str
 }
 
 int bm_ceilings_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
-		      const struct bm_limits *lim, bool cpu_throttle, const struct bm_cgfs *fs,
+		      const struct bm_limits *lim, unsigned int flags, const struct bm_cgfs *fs,
 		      struct bm_ceilings *c)
 {
+	bool cpu_throttle = flags & (BM_CEIL_CPU_THROTTLE | BM_CEIL_CPU_CAP);
+	cpu_set_t allowed;
+	unsigned int k;
 	int i, err;
 
 	memset(c, 0, sizeof(*c));
 	c->fs = fs;
 	for (i = 0; i < BM_V1__MAX; i++)
 		c->join_fd[i] = -1;
-	c->v1_cpu_dirfd = c->v1_mem_dirfd = c->v1_blkio_dirfd = -1;
+	c->v1_cpu_dirfd = c->v1_mem_dirfd = c->v1_blkio_dirfd = c->cpuset_dirfd = -1;
 	c->v2_dirfd = cg->dirfd;
 	err = apply_v2(cg, lim, c);
 	if (!err && env->mode == BM_CG_HYBRID)
 		err = apply_v1(env, name, lim, cpu_throttle, c);
+	/* a cpuset where its ceiling confines it, or a cap may: a v1 twin costs a mkdir */
+	if (!err && ((flags & BM_CEIL_CPU_CAP) ||
+		     (lim->cpu_milli && !sched_getaffinity(0, sizeof(allowed), &allowed) &&
+		      bm_cpuplace_confines(lim->cpu_milli / 1000.0, &allowed, &k))))
+		err = cpuset_open(env, cg, name, c) ?: place_cpus(c, lim->cpu_milli / 1000.0);
 	if (err) {
 		bm_ceilings_release(c);
 		return err;
@@ -237,6 +308,29 @@ int bm_ceilings_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *c
 	return 0;
 }
 
+/* The CPUs an earlier agent confined it to count as held again (the twin, else v2's file). */
+static void adopt_cpus(const struct bm_cgroup *cg, struct bm_ceilings *c)
+{
+	cpu_set_t allowed;
+	char list[1024];
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+		return;
+	c->cpus = allowed;
+	if (c->v1_dir[BM_V1_CPUSET])
+		c->cpuset_dirfd = open(c->v1_dir[BM_V1_CPUSET], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	else if (!faccessat(cg->dirfd, "cpuset.cpus", F_OK, 0))
+		c->cpuset_dirfd = cg->dirfd;
+	if (c->cpuset_dirfd < 0 || bm_read_file(c->cpuset_dirfd, "cpuset.cpus", list, sizeof(list)) < 0 ||
+	    bm_cpulist_parse(list, &c->cpus) || !CPU_COUNT(&c->cpus) ||
+	    CPU_EQUAL(&c->cpus, &allowed)) {
+		c->cpus = allowed;
+		return;
+	}
+	bm_cpuplace_hold(&c->cpus);
+	c->cpus_held = true;
+}
+
 void bm_ceilings_adopt(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
 		       struct bm_ceilings *c)
 {
@@ -246,7 +340,7 @@ void bm_ceilings_adopt(const struct bm_cgroup_env *env, const struct bm_cgroup *
 	memset(c, 0, sizeof(*c));
 	for (i = 0; i < BM_V1__MAX; i++)
 		c->join_fd[i] = -1;
-	c->v1_cpu_dirfd = c->v1_mem_dirfd = c->v1_blkio_dirfd = -1;
+	c->v1_cpu_dirfd = c->v1_mem_dirfd = c->v1_blkio_dirfd = c->cpuset_dirfd = -1;
 	c->v2_dirfd = cg->dirfd;
 	/* the v1 twins have the effect's name: find them to read their events and remove them */
 	for (i = 0; env->mode == BM_CG_HYBRID && i < BM_V1__MAX; i++) {
@@ -261,6 +355,7 @@ void bm_ceilings_adopt(const struct bm_cgroup_env *env, const struct bm_cgroup *
 		c->v1_cpu_dirfd = open(c->v1_dir[BM_V1_CPU], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (c->v1_dir[BM_V1_BLKIO])
 		c->v1_blkio_dirfd = open(c->v1_dir[BM_V1_BLKIO], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	adopt_cpus(cg, c);
 }
 
 const int *bm_ceilings_join_fds(const struct bm_ceilings *c, int *n)
@@ -271,13 +366,17 @@ const int *bm_ceilings_join_fds(const struct bm_ceilings *c, int *n)
 
 int bm_ceilings_cpu(struct bm_ceilings *c, const struct bm_limits *lim, double cores)
 {
+	int err;
+
 	if (cores <= 0 && lim->cpu_milli)
 		cores = lim->cpu_milli / 1000.0;
 	if (c->v2_cpu)
-		return write_cpu_max(c->v2_dirfd, cores);
-	if (c->v1_cpu_dirfd >= 0)
-		return write_cfs_quota(c->v1_cpu_dirfd, cores);
-	return -EOPNOTSUPP;
+		err = write_cpu_max(c->v2_dirfd, cores);
+	else if (c->v1_cpu_dirfd >= 0)
+		err = write_cfs_quota(c->v1_cpu_dirfd, cores);
+	else
+		return -EOPNOTSUPP;
+	return err ?: place_cpus(c, cores);
 }
 
 int bm_ceilings_cpu_weight(struct bm_ceilings *c, unsigned int weight)
@@ -362,6 +461,14 @@ int bm_ceilings_mem_peak(const struct bm_ceilings *c, uint64_t *bytes)
 int bm_ceilings_release_try(struct bm_ceilings *c)
 {
 	int i, busy = 0;
+
+	/* its CPUs are free for the next effect as soon as it has ended */
+	if (c->cpus_held)
+		bm_cpuplace_put(&c->cpus);
+	c->cpus_held = false;
+	if (c->cpuset_dirfd >= 0 && c->cpuset_dirfd != c->v2_dirfd)
+		close(c->cpuset_dirfd);
+	c->cpuset_dirfd = -1;
 
 	for (i = 0; i < BM_V1__MAX; i++) {
 		if (c->join_fd[i] >= 0)

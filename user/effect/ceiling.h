@@ -11,6 +11,7 @@
 #define BM_CEILING_H
 
 #include <limits.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -48,18 +49,29 @@ struct bm_ceilings {
 	const char *io_attribution;	/* "blkcg", "v1_twin", "submitter" */
 	char io_why[160];		/* why an I/O ceiling is not held, for its mech */
 	const struct bm_cgfs *fs;	/* makes and removes the v1 twins (NULL: syscalls) */
+	/* CPU placement (effect/cpuplace.h): the effect's CPUs, where they are set */
+	cpu_set_t cpus;
+	bool cpus_held;			/* cpus is counted in the placement table */
+	int cpuset_dirfd;		/* the v2 cgroup (v2 cpuset) or the v1 twin; -1: none */
+	const char *cpus_mech;		/* "cgroup v2 cpuset.cpus", ..., NULL: not confined */
 };
+
+/* What bm_ceilings_apply() prepares beyond the limits, for bm_ceilings_cpu() later. */
+#define BM_CEIL_CPU_THROTTLE (1U << 0)	/* a CPU controller, for the ladder's throttle */
+#define BM_CEIL_CPU_CAP (1U << 1)	/* a cpuset too: a cap (a budget, the node's pressure) confines it */
 
 /*
  * Put the limits on the effect cgroup cg (name is its directory name, used
- * for the v1 twins); cpu_throttle asks for a CPU controller even without a
- * CPU ceiling, for the ladder to throttle with; fs makes the v1 twins (NULL:
+ * for the v1 twins); flags (BM_CEIL_*) ask for a CPU controller even without a
+ * CPU ceiling, for the ladder to throttle with, and for a cpuset to confine a
+ * cap with; a CPU ceiling of fewer cores than the CPUs we may use confines
+ * the effect to that many (effect/cpuplace.h); fs makes the v1 twins (NULL:
  * mkdir(2)). Never writes above our own cgroups. Returns 0 (what
  * could not be applied falls back to the meter) or -errno if something we
  * created could not be configured (everything created is removed again).
  */
 int bm_ceilings_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
-		      const struct bm_limits *lim, bool cpu_throttle, const struct bm_cgfs *fs,
+		      const struct bm_limits *lim, unsigned int flags, const struct bm_cgfs *fs,
 		      struct bm_ceilings *c);
 
 /*
@@ -72,7 +84,10 @@ void bm_ceilings_adopt(const struct bm_cgroup_env *env, const struct bm_cgroup *
 /* The fds the child writes "0" into before exec (-1 entries skipped); count in *n. */
 const int *bm_ceilings_join_fds(const struct bm_ceilings *c, int *n);
 
-/* Throttle CPU to cores (0 restores the ceiling or no limit). Returns 0, -EOPNOTSUPP, -errno. */
+/*
+ * Throttle CPU to cores (0 restores the ceiling or no limit), and confine it to as many CPUs
+ * where it has a cpuset. Returns 0, -EOPNOTSUPP, -errno.
+ */
 int bm_ceilings_cpu(struct bm_ceilings *c, const struct bm_limits *lim, double cores);
 /*
  * The effect's CPU weight against its siblings, in cgroup v2's units

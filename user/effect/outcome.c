@@ -254,6 +254,8 @@ static json_t *enforcement_json(const struct bm_outcome *o)
 			json_object_set_new(j, io_names[i], json_string(o->io_mech[i]));
 	if (o->storage_mech)
 		json_object_set_new(j, "ephemeral_storage", json_string(o->storage_mech));
+	if (o->cpus[0])
+		json_object_set_new(j, "cpus", json_string(o->cpus));
 	return j;
 }
 

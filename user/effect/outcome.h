@@ -97,6 +97,7 @@ struct bm_outcome {
 	const char *ceiling_mech[5];	/* cpu, memory, pids, net, io: what enforced each ceiling */
 	const char *io_mech[BM_IO_CEIL__MAX];	/* read bps, write bps, iops */
 	const char *storage_mech;	/* what bounded its ephemeral storage */
+	char cpus[64];			/* the CPUs it was confined to at its start, and how; "": none */
 	const char *storage_where;	/* the place it filled, else its first ("/tmp") */
 	int64_t storage_peak_bytes;	/* the most it held in its places at once, sampled; -1 unknown */
 	/* each place the ceiling bounds: /tmp, its workspace (what that grew by); peak -1 unknown */

@@ -12,6 +12,7 @@
 
 #include "base/common.h"
 #include "base/du.h"
+#include "effect/cpuplace.h"
 #include "effect/name.h"
 #include "effect/sup.h"
 
@@ -88,6 +89,7 @@ void bm_sup__init(struct bm_sup *s)
 	for (i = 0; i < BM_V1__MAX; i++)
 		s->ceil.join_fd[i] = -1;
 	s->ceil.v1_cpu_dirfd = s->ceil.v1_mem_dirfd = s->ceil.v2_dirfd = s->ceil.v1_blkio_dirfd = -1;
+	s->ceil.cpuset_dirfd = -1;
 	s->out.psi_cpu_us = s->out.psi_mem_us = s->out.psi_io_us = -1;
 	s->out.storage_peak_bytes = -1;
 	for (i = 0; i < BM_MEMEV__MAX; i++)
@@ -211,7 +213,9 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 {
 	const struct bm_limits none = { 0 }, *lim = o->meter_only ? &none : &o->limits;
 	uint64_t thresh[BM_DIM__MAX], kill_at[BM_DIM__MAX];
-	bool cpu_throttle, io_throttle;
+	unsigned int cpu_flags = 0;
+	char list[32];
+	bool io_throttle;
 	int err, p;
 
 	bm_sup__prepare(s, l, o);
@@ -221,11 +225,16 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 		return -errno;
 	s->out.cgroup = s->cg->path;
 	s->failed_step = "set the ceilings";
-	cpu_throttle = !o->meter_only &&
-		       (o->cpu_cap || (s->o.policy.dim[BM_P_CPU].steps & BM_STEP_BIT(BM_STEP_THROTTLE)));
-	err = bm_ceilings_apply(env, s->cg, s->name, lim, cpu_throttle, s->ops->cgfs, &s->ceil);
+	if (!o->meter_only && (s->o.policy.dim[BM_P_CPU].steps & BM_STEP_BIT(BM_STEP_THROTTLE)))
+		cpu_flags |= BM_CEIL_CPU_THROTTLE;
+	if (!o->meter_only && o->cpu_cap)
+		cpu_flags |= BM_CEIL_CPU_CAP;
+	err = bm_ceilings_apply(env, s->cg, s->name, lim, cpu_flags, s->ops->cgfs, &s->ceil);
 	if (err)
 		return err;
+	/* "1 (cgroup v1 cpuset.cpus)": where its ceiling confined it */
+	if (s->ceil.cpus_held && !bm_cpulist_format(&s->ceil.cpus, list, sizeof(list)))
+		(void)snprintf(s->out.cpus, sizeof(s->out.cpus), "%s (%s)", list, s->ceil.cpus_mech);
 	io_throttle = !o->meter_only && (s->o.policy.dim[BM_P_IO].steps & BM_STEP_BIT(BM_STEP_THROTTLE));
 	err = bm_ceilings_io_apply(env, s->cg, s->name, lim, io_throttle, s->o.io_paths, &s->ceil);
 	if (err)
