@@ -121,7 +121,11 @@ static void test_run_cpu_ceiling_confines(void **state)
 	assert_non_null(cpus);
 	/* "1 (cgroup v1 cpuset.cpus)": its CPU, kept (the next run frees this outcome) */
 	snprintf(one, sizeof(one), "%.*s", (int)strcspn(cpus, " "), cpus);
-	assert_true(jnum(r->o, "peak.cpu_cores") <= 1.02);
+	/*
+	 * One CPU's windows, as the meter splits them at switches and ticks: 1.002
+	 * here, 1.035 in the emulated 6.1 VM. The quota alone gives ~1.99.
+	 */
+	assert_true(jnum(r->o, "peak.cpu_cores") <= 1.10);
 	assert_between(jnum(r->o, "totals.cpu_seconds"), 1.2, 1.2 * 1.25);
 	assert_true(jnum(r->o, "wall_seconds") >= 1.15);
 	assert_clean(f);
