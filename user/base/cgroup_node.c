@@ -117,8 +117,7 @@ int bm_cgroup_hierarchies(const char *mountinfo, const char *self_cgroup, struct
 	return err ? err : n;
 }
 
-/* A new v1 cpuset cgroup starts with no CPUs and no memory nodes: give it its parent's. */
-static int cpuset_init(int parent_fd, int fd)
+int bm_cgroup_cpuset_init(int parent_fd, int fd)
 {
 	static const char *const files[] = { "cpuset.cpus", "cpuset.mems" };
 	char buf[4096];
@@ -163,7 +162,7 @@ int bm_cgroup_mkdirs(const char *mount, const char *rel)
 			pfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			*slash = '/';
 			fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			err = pfd < 0 || fd < 0 ? -errno : cpuset_init(pfd, fd);
+			err = pfd < 0 || fd < 0 ? -errno : bm_cgroup_cpuset_init(pfd, fd);
 			if (pfd >= 0)
 				close(pfd);
 			if (fd >= 0)

@@ -50,6 +50,13 @@ int bm_cgroup_hierarchies(const char *mountinfo, const char *self_cgroup, struct
 int bm_cgroup_mkdirs(const char *mount, const char *rel);
 
 /*
+ * A new v1 cpuset cgroup (fd) starts with no CPUs and no memory nodes: each
+ * of cpuset.cpus and cpuset.mems still empty gets its parent's. Nothing on v2
+ * or outside a cpuset hierarchy. Returns 0 or -errno.
+ */
+int bm_cgroup_cpuset_init(int parent_fd, int fd);
+
+/*
  * On cgroup v2 a cgroup that holds processes cannot hand controllers to its
  * children. If we are the only process in dir, move into dir/leaf (made).
  * Returns 1 if we moved, 0 if others are there too, -errno.

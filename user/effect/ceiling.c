@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/cgroup_node.h"
 #include "base/common.h"
 #include "base/parse.h"
 #include "effect/ceiling.h"
@@ -183,43 +184,44 @@ static int write_cpus(struct bm_ceilings *c)
 }
 
 /*
- * Confine the effect to as many CPUs as cores needs (all we may use when
- * that is all of them, or cores <= 0). Keeps the CPUs it has when their
+ * Confine the effect to as many CPUs as cores needs of those allowed (all of
+ * them when that is all, or cores <= 0). Keeps the CPUs it has when their
  * count is right; else gives them back and picks anew.
  */
-static int place_cpus(struct bm_ceilings *c, double cores)
+static int place_cpus(struct bm_ceilings *c, double cores, const cpu_set_t *allowed)
 {
-	cpu_set_t allowed;
 	unsigned int k;
 
-	if (c->cpuset_dirfd < 0 || sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+	if (c->cpuset_dirfd < 0)
 		return 0;
-	if (!bm_cpuplace_confines(cores, &allowed, &k)) {
+	if (!bm_cpuplace_confines(cores, allowed, &k)) {
 		if (!c->cpus_held)
 			return 0;
 		bm_cpuplace_put(&c->cpus);
 		c->cpus_held = false;
-		c->cpus = allowed;
+		c->cpus = *allowed;
 		return write_cpus(c);
 	}
 	if (c->cpus_held && (unsigned int)CPU_COUNT(&c->cpus) == k)
 		return 0;
 	if (c->cpus_held)
 		bm_cpuplace_put(&c->cpus);
-	bm_cpuplace_pick(&allowed, k, &c->cpus);
+	bm_cpuplace_pick(allowed, k, &c->cpus);
 	c->cpus_held = true;
 	return write_cpus(c);
 }
 
-/* Where its CPUs are set: v2's cpuset.cpus where our cgroup delegates cpuset, else a v1 twin. */
+/*
+ * Where its CPUs are set: v2's cpuset.cpus where our cgroup delegates
+ * cpuset, else a v1 twin, which starts with every CPU we may use and its
+ * parent's memory nodes.
+ */
 static int cpuset_open(const struct bm_cgroup_env *env, const struct bm_cgroup *cg, const char *name,
-		       struct bm_ceilings *c)
+		       const cpu_set_t *allowed, struct bm_ceilings *c)
 {
-	char mems[256];
-	int fd, n;
+	int fd, pfd, err;
 
-	if (sched_getaffinity(0, sizeof(c->cpus), &c->cpus) < 0)
-		return 0;
+	c->cpus = *allowed;
 	if (v2_delegate(cg, "cpuset")) {
 		c->cpuset_dirfd = cg->dirfd;
 		c->cpus_mech = "cgroup v2 cpuset.cpus";
@@ -229,10 +231,15 @@ static int cpuset_open(const struct bm_cgroup_env *env, const struct bm_cgroup *
 		return 0;
 	c->cpuset_dirfd = fd;
 	c->cpus_mech = "cgroup v1 cpuset.cpus";
-	/* a v1 cpuset starts with no CPUs and no memory nodes: it takes none until given both */
-	n = bm_read_file(fd, "../cpuset.mems", mems, sizeof(mems));
-	n = n < 0 ? n : bm_write_file(fd, "cpuset.mems", mems);
-	return n ?: write_cpus(c);
+	err = write_cpus(c);
+	if (err)
+		return err;
+	pfd = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	err = bm_cgroup_cpuset_init(pfd, fd);
+	close(pfd);
+	return err;
 }
 
 static int apply_v1(const struct bm_cgroup_env *env, const char *name, const struct bm_limits *lim,
@@ -290,10 +297,11 @@ int bm_ceilings_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *c
 	if (!err && env->mode == BM_CG_HYBRID)
 		err = apply_v1(env, name, lim, cpu_throttle, c);
 	/* a cpuset where its ceiling confines it, or a cap may: a v1 twin costs a mkdir */
-	if (!err && ((flags & BM_CEIL_CPU_CAP) ||
-		     (lim->cpu_milli && !sched_getaffinity(0, sizeof(allowed), &allowed) &&
-		      bm_cpuplace_confines(lim->cpu_milli / 1000.0, &allowed, &k))))
-		err = cpuset_open(env, cg, name, c) ?: place_cpus(c, lim->cpu_milli / 1000.0);
+	if (!err && ((flags & BM_CEIL_CPU_CAP) || lim->cpu_milli) &&
+	    !sched_getaffinity(0, sizeof(allowed), &allowed) &&
+	    ((flags & BM_CEIL_CPU_CAP) || bm_cpuplace_confines(lim->cpu_milli / 1000.0, &allowed, &k)))
+		err = cpuset_open(env, cg, name, &allowed, c) ?:
+		      place_cpus(c, lim->cpu_milli / 1000.0, &allowed);
 	if (err) {
 		bm_ceilings_release(c);
 		return err;
@@ -366,6 +374,7 @@ const int *bm_ceilings_join_fds(const struct bm_ceilings *c, int *n)
 
 int bm_ceilings_cpu(struct bm_ceilings *c, const struct bm_limits *lim, double cores)
 {
+	cpu_set_t allowed;
 	int err;
 
 	if (cores <= 0 && lim->cpu_milli)
@@ -376,7 +385,10 @@ int bm_ceilings_cpu(struct bm_ceilings *c, const struct bm_limits *lim, double c
 		err = write_cfs_quota(c->v1_cpu_dirfd, cores);
 	else
 		return -EOPNOTSUPP;
-	return err ?: place_cpus(c, cores);
+	/* the affinity read again: a cap comes long after the start */
+	if (err || c->cpuset_dirfd < 0 || sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+		return err;
+	return place_cpus(c, cores, &allowed);
 }
 
 int bm_ceilings_cpu_weight(struct bm_ceilings *c, unsigned int weight)
