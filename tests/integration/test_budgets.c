@@ -160,12 +160,11 @@ static void read_line(const char *dir, const char *file, char *buf, size_t len)
  * and cpu.idle, the twin beside the agent's own v1 cpu cgroup, named as
  * the effect's cgroup.
  */
-/* How many CPUs the first process of an effect may run on (its cpuset bounds its affinity). */
-static int effect_cpus(const char *t, const char *id)
+/* The CPUs the first process of an effect may run on (its cpuset bounds its affinity). */
+static void effect_cpu_set(const char *t, const char *id, cpu_set_t *set)
 {
 	char path[PATH_MAX * 2 + 16], line[256], *p;
 	json_t *e = NULL;
-	cpu_set_t set;
 	FILE *f;
 	int pid;
 
@@ -183,7 +182,14 @@ static int effect_cpus(const char *t, const char *id)
 	fclose(f);
 	for (p = line + 18; *p == '\t' || *p == ' '; p++)
 		;
-	assert_int_equal(bm_cpulist_parse(p, &set), 0);
+	assert_int_equal(bm_cpulist_parse(p, set), 0);
+}
+
+static int effect_cpus(const char *t, const char *id)
+{
+	cpu_set_t set;
+
+	effect_cpu_set(t, id, &set);
 	return CPU_COUNT(&set);
 }
 
@@ -544,6 +550,59 @@ static void test_budgets_retry_after_holds(void **state)
 	json_decref(wait_final_as(tn("retry"), "r1", 10000));
 	if (t == 201)
 		json_decref(wait_final_as(tn("retry"), "r4", 10000));
+	agent_finish();
+	assert_clean(*state);
+}
+
+/*
+ * A tenant's capped effects share the CPUs their total cap needs
+ * (docs/DESIGN.md, "CPU placement"): two hogs held to 0.1 cores each (0.8 of
+ * a rate of 0.25) sit on one CPU together. Each placed alone, the second
+ * went to the CPU the first left free, and two capped hogs woke beside the
+ * neighbours on both.
+ */
+static void test_budgets_capped_effects_share_cpus(void **state)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t s1, s2, want;
+	json_t *s = NULL, *cpus;
+	char extra[512];
+	int t;
+
+	snprintf(extra, sizeof(extra), "budgets:\n  tenants:\n    - tenant: %s\n"
+		 "      cpu_seconds: { rate: 0.25, burst: 0.3 }\n", tn("pair"));
+	agent_start(4, 16, extra);
+	assert_int_equal(post("pair", "p1", NULL, NULL, "bm-hog", "60", "1", NULL), 201);
+	assert_int_equal(post("pair", "p2", NULL, NULL, "bm-hog", "60", "1", NULL), 201);
+	/* held, the cap shared out between the two */
+	for (t = 0; t < 30000 && !(s && fabs(jnum(s, "cap_cores") - 0.1) < 1e-9); t += 20) {
+		json_decref(s);
+		if (t)
+			usleep(20000);
+		s = self_of("pair");
+	}
+	assert_true(fabs(jnum(s, "cap_cores") - 0.1) < 1e-9);
+	effect_cpu_set("pair", "p1", &s1);
+	effect_cpu_set("pair", "p2", &s2);
+	cpus = jget(s, "cap_cpus");
+	integ_note("capped at %.2f cores each after %.1f s: tenant's CPUs %s, p1 on %d, p2 on %d of "
+		   "%ld", jnum(s, "cap_cores"), t / 1e3,
+		   json_is_string(cpus) ? json_string_value(cpus) : "all", CPU_COUNT(&s1),
+		   CPU_COUNT(&s2), ncpu);
+	assert_true(CPU_EQUAL(&s1, &s2));
+	if (ncpu >= 2) {
+		assert_int_equal(CPU_COUNT(&s1), 1);
+		assert_true(json_is_string(cpus));
+		assert_int_equal(bm_cpulist_parse(json_string_value(cpus), &want), 0);
+		assert_true(CPU_EQUAL(&s1, &want));
+	} else {
+		assert_true(json_is_null(cpus));
+	}
+	json_decref(s);
+	cancel("pair", "p1");
+	cancel("pair", "p2");
+	json_decref(wait_final_as(tn("pair"), "p1", 10000));
+	json_decref(wait_final_as(tn("pair"), "p2", 10000));
 	agent_finish();
 	assert_clean(*state);
 }
@@ -1345,6 +1404,7 @@ int main(void)
 		cmocka_unit_test(test_budgets_fleet_rules_promtool),
 		cmocka_unit_test_setup_teardown(test_budgets_cpu_over_budget, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_retry_after_holds, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_capped_effects_share_cpus, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_sleeping_memory_is_charged, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_net_tx_over_budget, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_io_over_budget, setup_io, teardown_io),

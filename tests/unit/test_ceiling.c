@@ -583,6 +583,52 @@ static void test_ceiling_hybrid_cpuset_twin_for_a_cap(void **state)
 	assert_int_equal(f.c.cpuset_dirfd, -1);
 }
 
+static void test_ceiling_cap_within_a_group(void **state)
+{
+	cpu_set_t all, group;
+	unsigned int n = our_cpus(&all);
+	char list[256], low[16];
+	int cpu;
+
+	/* a cap may come; its tenant's effects share one CPU, not the one it would pick alone */
+	v2("cpu cpuset", "cpu cpuset", NULL);
+	limits(0, 0, 0);
+	assert_int_equal(apply(BM_CEIL_CPU_CAP), 0);
+	assert_int_equal(bm_cpulist_format(&all, list, sizeof(list)), 0);
+	if (n < 2)
+		return;
+	for (cpu = 0; !CPU_ISSET(cpu, &all); cpu++)
+		;
+	CPU_ZERO(&group);
+	CPU_SET(cpu, &group);
+	snprintf(low, sizeof(low), "%d", cpu);
+	assert_int_equal(bm_ceilings_cpus_within(&f.c, &group), 0);
+	assert_string_equal(knob_take(f.eff, "cpuset.cpus"), low);
+	assert_true(f.c.cpus_held);
+	assert_int_equal(bm_cpuplace_load((unsigned int)cpu), 1);
+	/* the same group again, then the cap: it stays where it is, nothing written */
+	assert_int_equal(bm_ceilings_cpus_within(&f.c, &group), 0);
+	assert_int_equal(bm_ceilings_cpu(&f.c, &f.lim, 0.1), 0);
+	assert_string_equal(knob_take(f.eff, "cpuset.cpus"), "");
+	assert_string_equal(knob_take(f.eff, "cpu.max"), "10000 100000");
+	/* out of the group, still capped: one CPU is right, so it stays put */
+	assert_int_equal(bm_ceilings_cpus_within(&f.c, NULL), 0);
+	assert_string_equal(knob_take(f.eff, "cpuset.cpus"), "");
+	/* the cap lifts: every CPU again, none held */
+	assert_int_equal(bm_ceilings_cpu(&f.c, &f.lim, 0), 0);
+	assert_string_equal(knob_take(f.eff, "cpuset.cpus"), list);
+	assert_false(f.c.cpus_held);
+	assert_int_equal(bm_cpuplace_load((unsigned int)cpu), 0);
+	/* a group with none of our CPUs is no group */
+	CPU_ZERO(&group);
+	CPU_SET(CPU_SETSIZE - 1, &group);
+	if (!CPU_ISSET(CPU_SETSIZE - 1, &all)) {
+		assert_int_equal(bm_ceilings_cpus_within(&f.c, &group), 0);
+		assert_string_equal(knob_take(f.eff, "cpuset.cpus"), "");
+		assert_false(f.c.cpus_held);
+	}
+}
+
 static void test_ceiling_missing_hierarchy_falls_back(void **state)
 {
 	/* hybrid, but only a cpu hierarchy: memory and pids are the meter's */
@@ -759,6 +805,7 @@ int main(void)
 		T(test_ceiling_hybrid_cpu_throttle_round_trip),
 		T(test_ceiling_v2_cpuset_confines_a_ceiling),
 		T(test_ceiling_hybrid_cpuset_twin_for_a_cap),
+		T(test_ceiling_cap_within_a_group),
 		T(test_ceiling_missing_hierarchy_falls_back),
 		T(test_ceiling_existing_twin_is_not_taken),
 		T(test_ceiling_write_failure_removes_what_was_made),

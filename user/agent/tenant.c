@@ -16,6 +16,7 @@
 #include "agent/export.h"
 #include "agent/tenant.h"
 #include "base/common.h"
+#include "effect/cpuplace.h"
 
 #define GIB (1024.0 * 1024 * 1024)
 /* After the node is back under its bounds this long, its top contributors go free again. */
@@ -506,11 +507,26 @@ static bool want_yield(struct ag_tenant_count *t)
 	       k->level < BM_BUDGET_YIELD * t->bud.cfg.b[BM_BUD_CPU].burst;
 }
 
-/* Hold e as t is held now: its cap (0: none) and, yielding, the lowest weight. */
+/*
+ * How many CPUs t's capped effects share (0: all, no confinement): as many
+ * as their total cap needs. Each placed alone, four effects held to 0.1
+ * cores would sit on four CPUs and wake beside every neighbour there.
+ */
+static unsigned int want_cpus(const struct ag_tenant_count *t, double cap, cpu_set_t *affinity)
+{
+	unsigned int k;
+
+	if (!cap || sched_getaffinity(0, sizeof(*affinity), affinity) < 0 ||
+	    !bm_cpuplace_confines(cap * (t->running ? t->running : 1), affinity, &k))
+		return 0;
+	return k;
+}
+
+/* Hold e as t is held now: its cap (0: none), its CPUs and, yielding, the lowest weight. */
 static void cap_effect(struct ag_tenant_count *t, struct ag_effect *e, uint64_t now)
 {
 	int err = bm_sup__cap(&e->sup, t->cap_cores, t->yielding ? YIELD_WEIGHT : 0,
-			      cap_reason[t->cap_cause],
+			      t->cap_cores && t->cpus_k ? &t->cpus : NULL, cap_reason[t->cap_cause],
 			      t->cap_cause == BM_BUD_CPU ? t->bud.b[BM_BUD_CPU].level
 							 : bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now));
 
@@ -519,12 +535,14 @@ static void cap_effect(struct ag_tenant_count *t, struct ag_effect *e, uint64_t 
 			"only its queue waits", t->name, e->req.id);
 	e->cap_cores = t->cap_cores;
 	e->yielding = t->yielding;
+	e->cpus_gen = t->cpus_gen;
 }
 
 static void apply_caps(struct bm_agent *a, uint64_t now)
 {
 	bool change = false, yield;
-	unsigned int i;
+	cpu_set_t affinity;
+	unsigned int i, k;
 	int cause;
 
 	for (i = 0; i < a->n_tenants; i++) {
@@ -532,8 +550,17 @@ static void apply_caps(struct bm_agent *a, uint64_t now)
 		double cap = want_cap(a, t, &cause);
 
 		yield = want_yield(t);
-		if (cap == t->cap_cores && yield == t->yielding && (!cap || t->cap_n == t->running))
+		k = want_cpus(t, cap, &affinity);
+		if (cap == t->cap_cores && yield == t->yielding && k == t->cpus_k &&
+		    (!cap || t->cap_n == t->running))
 			continue;
+		/* the CPUs chosen anew only when their count changes: the effects stay put */
+		if (k != t->cpus_k) {
+			if (k)
+				bm_cpuplace_least(&affinity, k, &t->cpus);
+			t->cpus_k = k;
+			t->cpus_gen++;
+		}
 		if (cap && !t->cap_cores)
 			t->throttles[cause]++;
 		if (cap && !t->cap_cores && cause < BM_BUD__MAX)
@@ -551,7 +578,8 @@ static void apply_caps(struct bm_agent *a, uint64_t now)
 		struct ag_tenant_count *t;
 
 		if (!e->started || e->sup.phase != BM_SUP_RUNNING || !(t = ag_tenant_of(a, e)) ||
-		    (t->cap_cores == e->cap_cores && t->yielding == e->yielding))
+		    (t->cap_cores == e->cap_cores && t->yielding == e->yielding &&
+		     t->cpus_gen == e->cpus_gen))
 			continue;
 		cap_effect(t, e, now);
 	}
@@ -689,7 +717,8 @@ json_t *ag_tenant_json(struct bm_agent *a, const char *name)
 	struct ag_tenant_count fresh, *t = ag_tenant_find(a, name);
 	uint64_t now = bm_now_ns();
 	struct bm_fair_tenant f;
-	json_t *j, *buds;
+	json_t *j, *buds, *cpus = NULL;
+	char list[256];
 	int d;
 
 	if (!t) {
@@ -723,13 +752,16 @@ json_t *ag_tenant_json(struct bm_agent *a, const char *name)
 				  "exhaustions", (json_int_t)k->exhaustions, "used", k->used,
 				  "recent_per_second", bm_budget_rate_fast(&t->bud, d, now)));
 	}
-	j = json_pack("{s:s, s:f, s:i, s:i, s:i, s:b, s:o, s:f, s:b, s:{s:f, s:f}, "
+	if (t->cap_cores && t->cpus_k && !bm_cpulist_format(&t->cpus, list, sizeof(list)))
+		cpus = json_string(list);
+	j = json_pack("{s:s, s:f, s:i, s:i, s:i, s:b, s:o, s:f, s:o, s:b, s:{s:f, s:f}, "
 		      "s:{s:b, s:b, s:o, s:f, s:f, s:f}, s:o}",
 		      "tenant", t->name, "weight", t->bud.cfg.weight, "running", t->running,
 		      "queued", t->queued, "queue_share", ag_tenant_queue_share(a, t), "held",
 		      ag_tenant_held(a, t), "held_by",
 		      t->held_by >= 0 ? json_string(bm_budget_name(t->held_by)) : json_null(),
-		      "cap_cores", t->cap_cores, "yielding", t->yielding, "fair",
+		      "cap_cores", t->cap_cores, "cap_cpus", cpus ? cpus : json_null(), "yielding",
+		      t->yielding, "fair",
 		      "usage_node_seconds", f.usage, "tag", bm_fair_tag(&f), "pressure", "held",
 		      t->pressure, "throttled", pressure_cpu(t), "dimension",
 		      t->pressure ? json_string(t->pressure_mem ? "memory" : "cpu") : json_null(),

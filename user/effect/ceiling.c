@@ -184,30 +184,43 @@ static int write_cpus(struct bm_ceilings *c)
 }
 
 /*
- * Confine the effect to as many CPUs as cores needs of those allowed (all of
- * them when that is all, or cores <= 0). Keeps the CPUs it has when their
- * count is right; else gives them back and picks anew.
+ * Confine the effect to as many CPUs as cores needs of those it may use:
+ * the affinity, within its group's CPUs if it has them. All of those when
+ * that is all (or cores <= 0). Keeps the CPUs it has while their count is
+ * right and they are still allowed; else gives them back and picks anew.
+ * Held (counted in the placement table) whenever narrower than the affinity.
  */
-static int place_cpus(struct bm_ceilings *c, double cores, const cpu_set_t *allowed)
+static int place_cpus(struct bm_ceilings *c, double cores, const cpu_set_t *affinity)
 {
+	cpu_set_t allowed = *affinity, kept;
 	unsigned int k;
 
+	c->cores = cores;
 	if (c->cpuset_dirfd < 0)
 		return 0;
-	if (!bm_cpuplace_confines(cores, allowed, &k)) {
-		if (!c->cpus_held)
+	if (c->within_set) {
+		CPU_AND(&kept, affinity, &c->within);
+		if (CPU_COUNT(&kept))
+			allowed = kept;
+	}
+	if (bm_cpuplace_confines(cores, &allowed, &k)) {
+		CPU_AND(&kept, &c->cpus, &allowed);
+		if (c->cpus_held && CPU_EQUAL(&kept, &c->cpus) && (unsigned int)CPU_COUNT(&kept) == k)
 			return 0;
-		bm_cpuplace_put(&c->cpus);
-		c->cpus_held = false;
-		c->cpus = *allowed;
+		if (c->cpus_held)
+			bm_cpuplace_put(&c->cpus);
+		bm_cpuplace_pick(&allowed, k, &c->cpus);
+		c->cpus_held = true;
 		return write_cpus(c);
 	}
-	if (c->cpus_held && (unsigned int)CPU_COUNT(&c->cpus) == k)
+	if (CPU_EQUAL(&c->cpus, &allowed))
 		return 0;
 	if (c->cpus_held)
 		bm_cpuplace_put(&c->cpus);
-	bm_cpuplace_pick(allowed, k, &c->cpus);
-	c->cpus_held = true;
+	c->cpus = allowed;
+	c->cpus_held = !CPU_EQUAL(&allowed, affinity);
+	if (c->cpus_held)
+		bm_cpuplace_hold(&c->cpus);
 	return write_cpus(c);
 }
 
@@ -386,9 +399,27 @@ int bm_ceilings_cpu(struct bm_ceilings *c, const struct bm_limits *lim, double c
 	else
 		return -EOPNOTSUPP;
 	/* the affinity read again: a cap comes long after the start */
-	if (err || c->cpuset_dirfd < 0 || sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+	if (err || c->cpuset_dirfd < 0 || sched_getaffinity(0, sizeof(allowed), &allowed) < 0) {
+		c->cores = cores;
 		return err;
+	}
 	return place_cpus(c, cores, &allowed);
+}
+
+int bm_ceilings_cpus_within(struct bm_ceilings *c, const cpu_set_t *set)
+{
+	cpu_set_t affinity;
+
+	if (c->cpuset_dirfd < 0)
+		return -EOPNOTSUPP;
+	if (set ? c->within_set && CPU_EQUAL(set, &c->within) : !c->within_set)
+		return 0;
+	c->within_set = set;
+	if (set)
+		c->within = *set;
+	if (sched_getaffinity(0, sizeof(affinity), &affinity) < 0)
+		return -errno;
+	return place_cpus(c, c->cores, &affinity);
 }
 
 int bm_ceilings_cpu_weight(struct bm_ceilings *c, unsigned int weight)

@@ -52,6 +52,9 @@ struct bm_ceilings {
 	/* CPU placement (effect/cpuplace.h): the effect's CPUs, where they are set */
 	cpu_set_t cpus;
 	bool cpus_held;			/* cpus is counted in the placement table */
+	cpu_set_t within;		/* the CPUs its group shares (a tenant's), if within_set */
+	bool within_set;
+	double cores;			/* what it was last placed for (0: no limit) */
 	int cpuset_dirfd;		/* the v2 cgroup (v2 cpuset) or the v1 twin; -1: none */
 	const char *cpus_mech;		/* "cgroup v2 cpuset.cpus", ..., NULL: not confined */
 };
@@ -89,6 +92,13 @@ const int *bm_ceilings_join_fds(const struct bm_ceilings *c, int *n);
  * where it has a cpuset. Returns 0, -EOPNOTSUPP, -errno.
  */
 int bm_ceilings_cpu(struct bm_ceilings *c, const struct bm_limits *lim, double cores);
+/*
+ * Place it within set from now on (NULL: anywhere we may run), at the cores
+ * it is held to now: the capped effects of a tenant share the CPUs their
+ * total cap needs (docs/DESIGN.md, "CPU placement"). Returns 0, -EOPNOTSUPP
+ * (no cpuset), -errno.
+ */
+int bm_ceilings_cpus_within(struct bm_ceilings *c, const cpu_set_t *set);
 /*
  * The effect's CPU weight against its siblings, in cgroup v2's units
  * (1-10000; 0 is the default, 100): cpu.weight, or a v1 twin's cpu.shares

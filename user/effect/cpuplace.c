@@ -24,7 +24,7 @@ bool bm_cpuplace_confines(double cores, const cpu_set_t *allowed, unsigned int *
 	return true;
 }
 
-void bm_cpuplace_pick(const cpu_set_t *allowed, unsigned int k, cpu_set_t *out)
+void bm_cpuplace_least(const cpu_set_t *allowed, unsigned int k, cpu_set_t *out)
 {
 	unsigned int got;
 	int cpu, best;
@@ -40,6 +40,11 @@ void bm_cpuplace_pick(const cpu_set_t *allowed, unsigned int k, cpu_set_t *out)
 			break;
 		CPU_SET(best, out);
 	}
+}
+
+void bm_cpuplace_pick(const cpu_set_t *allowed, unsigned int k, cpu_set_t *out)
+{
+	bm_cpuplace_least(allowed, k, out);
 	bm_cpuplace_hold(out);
 }
 

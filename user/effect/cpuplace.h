@@ -22,7 +22,9 @@
  */
 bool bm_cpuplace_confines(double cores, const cpu_set_t *allowed, unsigned int *k);
 
-/* Pick k CPUs of allowed into *out and count them as held (k <= CPU_COUNT(allowed)). */
+/* The k CPUs of allowed that hold the fewest, into *out (k <= CPU_COUNT(allowed)). */
+void bm_cpuplace_least(const cpu_set_t *allowed, unsigned int k, cpu_set_t *out);
+/* The same, counted as held. */
 void bm_cpuplace_pick(const cpu_set_t *allowed, unsigned int k, cpu_set_t *out);
 /* Count a set as held (an adopted effect's), or give a held one back. */
 void bm_cpuplace_hold(const cpu_set_t *set);

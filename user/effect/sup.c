@@ -638,13 +638,17 @@ static void send_child(struct bm_sup *s, int sig)
 		(void)bm_cgroup__signal(s->cg, sig);
 }
 
-int bm_sup__cap(struct bm_sup *s, double cores, unsigned int weight, const char *reason,
-		double observed)
+int bm_sup__cap(struct bm_sup *s, double cores, unsigned int weight, const cpu_set_t *cpus,
+		const char *reason, double observed)
 {
 	int err;
 
 	if (s->phase != BM_SUP_RUNNING)
 		return -ESRCH;
+	/* where first: a cap then keeps CPUs of the right count where they are */
+	err = bm_ceilings_cpus_within(&s->ceil, cpus);
+	if (err && err != -EOPNOTSUPP)
+		return err;
 	err = bm_act_cap(&s->act, cores, weight, reason, observed, s->ops->now_ns());
 	if (!err)
 		arm_timer(s, 0);

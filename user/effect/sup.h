@@ -170,10 +170,12 @@ void bm_sup__terminate(struct bm_sup *s, uint64_t grace_ns);
  * Cap a running effect's CPU and set its weight from outside its ladder (the
  * agent's tenant budgets, the node's pressure): bm_act_cap(), then a look at once, so
  * that the caller sees the step (its state, the action) as it sees the
- * ladder's. Returns its 0 or -errno; -ESRCH if the effect is not running.
+ * ladder's. cpus, if not NULL, are the CPUs it shares with the rest of its
+ * group (bm_ceilings_cpus_within()); NULL places it alone. Returns its 0 or
+ * -errno; -ESRCH if the effect is not running.
  */
-int bm_sup__cap(struct bm_sup *s, double cores, unsigned int weight, const char *reason,
-		double observed);
+int bm_sup__cap(struct bm_sup *s, double cores, unsigned int weight, const cpu_set_t *cpus,
+		const char *reason, double observed);
 /* The command exited (its wait status, when known; -1 if not ours to reap). */
 void bm_sup__exited(struct bm_sup *s, int wait_status);
 /*
