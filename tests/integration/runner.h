@@ -43,6 +43,7 @@
 
 static const char *bm_bin;
 static char v2_mount[PATH_MAX];	/* where cgroup v2 is mounted */
+static char v1_mounts[BM_V1__MAX][PATH_MAX];	/* a hybrid host's v1 hierarchies ("": none) */
 static char cg_parent[PATH_MAX];	/* our own v2 cgroup: burstmeter creates effects here */
 /* In every cgroup name our runs make (tenant or id), so a concurrent run elsewhere is not ours. */
 static char token[32];
@@ -503,7 +504,13 @@ static int sweep_files(struct fx *f, bool remove_all)
 
 static int check_clean(struct fx *f)
 {
-	return sweep_processes() + sweep_cgroups(v2_mount, 0) + sweep_files(f, false);
+	int found = sweep_processes() + sweep_cgroups(v2_mount, 0), i;
+
+	/* the v1 twins of a hybrid host too (after v2: their tasks are gone with it) */
+	for (i = 0; i < BM_V1__MAX; i++)
+		if (v1_mounts[i][0])
+			found += sweep_cgroups(v1_mounts[i], 0);
+	return found + sweep_files(f, false);
 }
 
 #define assert_clean(f) assert_int_equal(check_clean(f), 0)
@@ -623,6 +630,7 @@ static int runner_init(const char *prog)
 		return 1;
 	}
 	snprintf(v2_mount, sizeof(v2_mount), "%s", env.v2_mount);
+	memcpy(v1_mounts, env.v1_mount, sizeof(v1_mounts));
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1)) {
 		fprintf(stderr, "%s: PR_SET_CHILD_SUBREAPER: %s\n", prog, strerror(errno));
 		return 1;
