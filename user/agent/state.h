@@ -167,9 +167,8 @@ struct ag_tenant_count {
 	double cap_cores;		/* each of its running effects' CPU cap, 0: none */
 	unsigned int cap_n;		/* the running effects it was split among */
 	bool yielding;			/* its running effects at the lowest CPU weight */
-	/* the CPUs its capped effects share (cpus_k of them; 0: each is placed alone) */
-	cpu_set_t cpus;
-	unsigned int cpus_k, cpus_gen;	/* cpus_gen: counts each new choice */
+	cpu_set_t cpus;			/* the CPUs its capped effects share (none: each alone) */
+	unsigned int cpus_gen;		/* counts each new choice of them */
 	int cap_cause;			/* why: BM_BUD_CPU, or BM_BUD__MAX (the node's pressure) */
 	/* for /metrics: POSTs refused per budget (+ its queue share), throttles per cause */
 	uint64_t refused[BM_BUD__MAX + 1];

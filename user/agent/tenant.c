@@ -526,7 +526,7 @@ static unsigned int want_cpus(const struct ag_tenant_count *t, double cap, cpu_s
 static void cap_effect(struct ag_tenant_count *t, struct ag_effect *e, uint64_t now)
 {
 	int err = bm_sup__cap(&e->sup, t->cap_cores, t->yielding ? YIELD_WEIGHT : 0,
-			      t->cap_cores && t->cpus_k ? &t->cpus : NULL, cap_reason[t->cap_cause],
+			      CPU_COUNT(&t->cpus) ? &t->cpus : NULL, cap_reason[t->cap_cause],
 			      t->cap_cause == BM_BUD_CPU ? t->bud.b[BM_BUD_CPU].level
 							 : bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now));
 
@@ -551,14 +551,14 @@ static void apply_caps(struct bm_agent *a, uint64_t now)
 
 		yield = want_yield(t);
 		k = want_cpus(t, cap, &affinity);
-		if (cap == t->cap_cores && yield == t->yielding && k == t->cpus_k &&
-		    (!cap || t->cap_n == t->running))
+		if (cap == t->cap_cores && yield == t->yielding &&
+		    k == (unsigned int)CPU_COUNT(&t->cpus) && (!cap || t->cap_n == t->running))
 			continue;
 		/* the CPUs chosen anew only when their count changes: the effects stay put */
-		if (k != t->cpus_k) {
+		if (k != (unsigned int)CPU_COUNT(&t->cpus)) {
+			CPU_ZERO(&t->cpus);
 			if (k)
 				bm_cpuplace_least(&affinity, k, &t->cpus);
-			t->cpus_k = k;
 			t->cpus_gen++;
 		}
 		if (cap && !t->cap_cores)
@@ -752,7 +752,7 @@ json_t *ag_tenant_json(struct bm_agent *a, const char *name)
 				  "exhaustions", (json_int_t)k->exhaustions, "used", k->used,
 				  "recent_per_second", bm_budget_rate_fast(&t->bud, d, now)));
 	}
-	if (t->cap_cores && t->cpus_k && !bm_cpulist_format(&t->cpus, list, sizeof(list)))
+	if (CPU_COUNT(&t->cpus) && !bm_cpulist_format(&t->cpus, list, sizeof(list)))
 		cpus = json_string(list);
 	j = json_pack("{s:s, s:f, s:i, s:i, s:i, s:b, s:o, s:f, s:o, s:b, s:{s:f, s:f}, "
 		      "s:{s:b, s:b, s:o, s:f, s:f, s:f}, s:o}",

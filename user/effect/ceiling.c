@@ -224,6 +224,17 @@ static int place_cpus(struct bm_ceilings *c, double cores, const cpu_set_t *affi
 	return write_cpus(c);
 }
 
+/* Placed again for cores with the affinity as it is now: a cap comes long after the start. */
+static int place_now(struct bm_ceilings *c, double cores)
+{
+	cpu_set_t affinity;
+
+	c->cores = cores;
+	if (c->cpuset_dirfd < 0 || sched_getaffinity(0, sizeof(affinity), &affinity) < 0)
+		return 0;
+	return place_cpus(c, cores, &affinity);
+}
+
 /*
  * Where its CPUs are set: v2's cpuset.cpus where our cgroup delegates
  * cpuset, else a v1 twin, which starts with every CPU we may use and its
@@ -296,6 +307,7 @@ int bm_ceilings_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *c
 		      struct bm_ceilings *c)
 {
 	bool cpu_throttle = flags & (BM_CEIL_CPU_THROTTLE | BM_CEIL_CPU_CAP);
+	bool cap = flags & BM_CEIL_CPU_CAP;
 	cpu_set_t allowed;
 	unsigned int k;
 	int i, err;
@@ -310,9 +322,8 @@ int bm_ceilings_apply(const struct bm_cgroup_env *env, const struct bm_cgroup *c
 	if (!err && env->mode == BM_CG_HYBRID)
 		err = apply_v1(env, name, lim, cpu_throttle, c);
 	/* a cpuset where its ceiling confines it, or a cap may: a v1 twin costs a mkdir */
-	if (!err && ((flags & BM_CEIL_CPU_CAP) || lim->cpu_milli) &&
-	    !sched_getaffinity(0, sizeof(allowed), &allowed) &&
-	    ((flags & BM_CEIL_CPU_CAP) || bm_cpuplace_confines(lim->cpu_milli / 1000.0, &allowed, &k)))
+	if (!err && (cap || lim->cpu_milli) && !sched_getaffinity(0, sizeof(allowed), &allowed) &&
+	    (cap || bm_cpuplace_confines(lim->cpu_milli / 1000.0, &allowed, &k)))
 		err = cpuset_open(env, cg, name, &allowed, c) ?:
 		      place_cpus(c, lim->cpu_milli / 1000.0, &allowed);
 	if (err) {
@@ -387,7 +398,6 @@ const int *bm_ceilings_join_fds(const struct bm_ceilings *c, int *n)
 
 int bm_ceilings_cpu(struct bm_ceilings *c, const struct bm_limits *lim, double cores)
 {
-	cpu_set_t allowed;
 	int err;
 
 	if (cores <= 0 && lim->cpu_milli)
@@ -398,18 +408,11 @@ int bm_ceilings_cpu(struct bm_ceilings *c, const struct bm_limits *lim, double c
 		err = write_cfs_quota(c->v1_cpu_dirfd, cores);
 	else
 		return -EOPNOTSUPP;
-	/* the affinity read again: a cap comes long after the start */
-	if (err || c->cpuset_dirfd < 0 || sched_getaffinity(0, sizeof(allowed), &allowed) < 0) {
-		c->cores = cores;
-		return err;
-	}
-	return place_cpus(c, cores, &allowed);
+	return err ?: place_now(c, cores);
 }
 
 int bm_ceilings_cpus_within(struct bm_ceilings *c, const cpu_set_t *set)
 {
-	cpu_set_t affinity;
-
 	if (c->cpuset_dirfd < 0)
 		return -EOPNOTSUPP;
 	if (set ? c->within_set && CPU_EQUAL(set, &c->within) : !c->within_set)
@@ -417,9 +420,7 @@ int bm_ceilings_cpus_within(struct bm_ceilings *c, const cpu_set_t *set)
 	c->within_set = set;
 	if (set)
 		c->within = *set;
-	if (sched_getaffinity(0, sizeof(affinity), &affinity) < 0)
-		return -errno;
-	return place_cpus(c, c->cores, &affinity);
+	return place_now(c, c->cores);
 }
 
 int bm_ceilings_cpu_weight(struct bm_ceilings *c, unsigned int weight)
