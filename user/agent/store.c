@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -649,7 +650,7 @@ static int create_file(struct bm_store *st, const char *dir)
 struct bm_store *bm_store__open(const char *dir, char *err, size_t errlen)
 {
 	struct bm_store *st = calloc(1, sizeof(*st));
-	int ret, rc;
+	int ret, rc, lock_fd;
 
 	if (err && errlen)
 		snprintf(err, errlen, "%s", st ? "" : strerror(ENOMEM));
@@ -661,6 +662,15 @@ struct bm_store *bm_store__open(const char *dir, char *err, size_t errlen)
 	pthread_cond_init(&st->ck_cv, NULL);
 	snprintf(st->path, sizeof(st->path), "%s", dir ?: "(null)");
 	ret = create_file(st, dir);
+	/*
+	 * One setup at a time on a dir (its own flock, not SQLite's locks): run
+	 * at once, a first open's switch to WAL met another's BEGIN IMMEDIATE
+	 * and SQLite answered one of them "locked" or "disk I/O error" without
+	 * waiting (test_store_concurrent_first_open, ~1 run in 100 beside another).
+	 */
+	lock_fd = ret ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lock_fd >= 0 && flock(lock_fd, LOCK_EX) < 0)
+		ret = fail(st, -errno, "cannot lock the state directory: %s", strerror(errno));
 	rc = ret ? SQLITE_OK : sqlite3_open_v2(st->path, &st->db, SQLITE_OPEN_READWRITE |
 					       SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, NULL);
 	if (rc)
@@ -671,6 +681,8 @@ struct bm_store *bm_store__open(const char *dir, char *err, size_t errlen)
 		sqlite3_db_config(st->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
 		ret = setup(st);
 	}
+	if (lock_fd >= 0)
+		close(lock_fd);
 	st->err = NULL;
 	if (!ret)
 		return st;
