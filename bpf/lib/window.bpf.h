@@ -171,17 +171,23 @@ __attribute__((noinline)) int bm_open_cur(__u32 d, __u64 x)
 
 /*
  * With a threshold set on flow d, sum slot s's lanes: the first add that
- * finds the sum at or over it reports the crossing (the fetch-or on
- * crossed[] lets exactly one win).
+ * finds the sum at or over it marks the window (the fetch-or on crossed[]
+ * lets exactly one win), and reports the crossing unless the window before
+ * was over too. A run of windows over is one record, at its start: from
+ * there the ladder looks by itself for as long as it stays over
+ * (effect/sup.c), and a node-wide CPU storm is not a record every window.
  */
 static __always_inline void bm_flow_check(struct bm_meter *m, __u32 d, __u64 x, __u32 s)
 {
 	__u64 t = m->thresh[d], sum;
+	__u32 p = (s - 1) & (BM_RING - 1);
 
 	if (!t)
 		return;
 	sum = bm_slot_sum(m, s, d);
-	if (sum >= t && !(__sync_fetch_and_or(bm_crossed_of(m, d, s), 1U << d) & (1U << d)))
+	if (sum < t || (__sync_fetch_and_or(bm_crossed_of(m, d, s), 1U << d) & (1U << d)))
+		return;
+	if (*bm_tag(m, d, p) != x - 1 || !(*bm_crossed_of(m, d, p) & (1U << d)))
 		bm_flow_crossed(m, d, x, sum, t);
 }
 
@@ -361,7 +367,11 @@ static __always_inline void bm_level_add(struct bm_meter *m, int d, __u64 x, __s
 		m->lvl_win = x;
 		m->lvl_max[BM_DIM_MEM] = mem;
 		m->lvl_max[BM_DIM_PIDS] = tasks;
-		m->lvl_crossed = 0;
+		/* the level that held until now, if over: the high half, the window before's */
+		m->lvl_crossed = (m->thresh[BM_DIM_MEM] && mem >= m->thresh[BM_DIM_MEM] ?
+				  BM_LVL_WAS << BM_DIM_MEM : 0) |
+				 (m->thresh[BM_DIM_PIDS] && tasks >= m->thresh[BM_DIM_PIDS] ?
+				  BM_LVL_WAS << BM_DIM_PIDS : 0);
 	}
 	bm_touch(m, x);
 	if (d == BM_DIM_MEM)
@@ -371,9 +381,11 @@ static __always_inline void bm_level_add(struct bm_meter *m, int d, __u64 x, __s
 	v = bm_level(m, d);
 	if (v > m->lvl_max[d])
 		m->lvl_max[d] = v;
+	/* as a flow's: reported where it comes to the level, not again while it stays */
 	if (m->thresh[d] && v >= m->thresh[d] && !(m->lvl_crossed & (1U << d))) {
 		m->lvl_crossed |= 1U << d;
-		bm_crossed(m, d, m->lvl_win, v, c);
+		if (!(m->lvl_crossed & (BM_LVL_WAS << d)))
+			bm_crossed(m, d, m->lvl_win, v, c);
 	}
 }
 

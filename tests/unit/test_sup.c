@@ -501,10 +501,52 @@ static void test_sup_fresh_window_counts_the_last_full_one(void **state)
 	/* 1 ms into window 1004, still empty: 1003 is what the ladder sees */
 	assert_int_equal(look_after_window(at(41)), 1);
 	assert_true(f.s.out.actions[0].observed == 0.9);
-	/* two windows on, 1003 no longer counts */
+	/* no look since window 1000: two windows on, 1003 still counts */
 	teardown(state);
 	setup(state);
-	assert_int_equal(look_after_window(at(51)), 0);
+	assert_int_equal(look_after_window(at(51)), 1);
+	/* a window a look took whole (1004, empty then; charged late) is not taken again */
+	teardown(state);
+	setup(state);
+	offers("cpu");
+	f.o.limits.cpu_milli = 500;
+	assert_int_equal(start(), 0);
+	tick_at(at(51));
+	cpu(at(45), 0.9);
+	f.now = at(61);
+	event(BM_EV_CROSS, BM_DIM_CPU, 9000000, 5000000);
+	tick_at(at(61));
+	assert_int_equal(f.s.out.n_actions, 0);
+}
+
+/*
+ * The agent's ladder looks on the grid of its tick (look_grid_ns 20 ms):
+ * every look takes each window since the one before, so a window over
+ * between two looks still keeps the throttle in force.
+ */
+static void test_sup_looks_on_the_grid(void **state)
+{
+	offers("cpu");
+	f.o.limits.cpu_milli = 500;
+	f.o.look_grid_ns = 20 * MS;
+	assert_int_equal(start(), 0);
+	tick_at(T0);
+	cpu(at(35), 0.9);
+	f.now = at(35);
+	event(BM_EV_CROSS, BM_DIM_CPU, 9000000, 5000000);
+	tick_at(at(35));
+	assert_int_equal(f.s.out.n_actions, 1);
+	/* a window on is 45 ms: up to the grid */
+	assert_true(f.s.timer_at == at(60));
+	/* 1004 over, 1005 quiet, 1006 just begun: 1004 is not calm */
+	cpu(at(45), 0.9);
+	tick_at(at(60));
+	assert_true(f.s.lad.calm_since_ns == 0);
+	assert_true(f.s.timer_at == at(80));
+	/* 1006 to 1008 quiet: calm from here */
+	tick_at(at(80));
+	assert_true(f.s.lad.calm_since_ns == at(80));
+	assert_true(f.s.timer_at == at(100));
 }
 
 static void test_sup_failed_exit(void **state)
@@ -855,6 +897,7 @@ int main(void)
 		T(test_sup_lifecycle_throttle_completed),
 		T(test_sup_hold_acts_at_the_right_time),
 		T(test_sup_fresh_window_counts_the_last_full_one),
+		T(test_sup_looks_on_the_grid),
 		T(test_sup_failed_exit),
 		T(test_sup_kernel_kill_event_memory_ceiling),
 		T(test_sup_oom_kill_is_the_kernels),

@@ -216,6 +216,8 @@ void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_op
 	so->shared_timers = true;
 	so->timers_moved = ag_timers_moved;
 	so->timers_ctx = (void *)e;
+	/* the ladder's repeated looks ride the tick, while a look can still take every window since the last */
+	so->look_grid_ns = AG_TICK_NS <= BM_RING / 2 * so->window_ns ? AG_TICK_NS : 0;
 	bm_policy_default(&so->policy);
 	/* the policy was checked when the agent started; a file changed since falls back */
 	if (a->cfg.policy[0] && bm_policy_load_file(a->cfg.policy, e->tenant, e->tool, &so->policy, err, sizeof(err))) {

@@ -133,12 +133,18 @@ static void run_timers(struct bm_agent *a)
 	ag_finish_end(a);
 }
 
-/* Arm the one timer at the earliest of the effects' (no syscall if it did not move). */
+/*
+ * Arm the one timer at the earliest of the effects' (no syscall if it did
+ * not move). One due on the tick's grid, still ahead, is the tick's to run:
+ * the ladder's looks (look_grid_ns) wake nothing of their own.
+ */
 static void arm_timers(struct bm_agent *a)
 {
 	struct ag_effect *e = ag_heap_top(a);
 	uint64_t at = e ? ag_due(e) : UINT64_MAX;
 
+	if (at != UINT64_MAX && at % AG_TICK_NS == 0 && at > bm_now_ns())
+		at = UINT64_MAX;
 	if (at == a->timers_at)
 		return;
 	a->timers_at = at;
@@ -185,6 +191,7 @@ static void dispatch(struct bm_agent *a, struct ag_tag *t)
 	case AG_TICK:
 		if (read(a->tick_fd, &ticks, sizeof(ticks)) > 0) {
 			ag_tick(a);
+			run_timers(a);
 			/* the node's room may have come back: the queue is looked at again */
 			a->resched |= a->queue.n > 0;
 			if (a->n_remains)
@@ -292,7 +299,10 @@ static int setup(struct bm_agent *a)
 {
 	struct bm_loader_opts lo = { .on_event = on_event, .ctx = a, .pin_dir = a->cfg.pin_dir,
 				     .ring_bytes = a->cfg.ring_bytes };
-	struct itimerspec its = { .it_interval.tv_nsec = AG_TICK_NS, .it_value.tv_nsec = AG_TICK_NS };
+	/* on the grid of AG_TICK_NS, where the effects' looks are put (arm_timers()) */
+	uint64_t first = (bm_now_ns() / AG_TICK_NS + 1) * AG_TICK_NS;
+	struct itimerspec its = { .it_interval.tv_nsec = AG_TICK_NS,
+				  .it_value = { .tv_sec = first / BM_NSEC_PER_SEC, .tv_nsec = first % BM_NSEC_PER_SEC } };
 	char err[512], exe[PATH_MAX];
 	sigset_t mask;
 	int ret;
@@ -348,7 +358,7 @@ static int setup(struct bm_agent *a)
 	a->timers_at = UINT64_MAX;
 	if (!a->exp || a->epfd < 0 || a->sigfd < 0 || a->tick_fd < 0 || a->timers_fd < 0)
 		return bm_err_errno(-errno, "failed to set up the event loop");
-	(void)timerfd_settime(a->tick_fd, 0, &its, NULL);
+	(void)timerfd_settime(a->tick_fd, TFD_TIMER_ABSTIME, &its, NULL);
 	ag_watch(a, a->sigfd, &a->t_sig, AG_SIGNAL, NULL);
 	ag_watch(a, bm_loader__event_fd(a->loader), &a->t_rb, AG_RINGBUF, NULL);
 	ag_watch(a, a->tick_fd, &a->t_tick, AG_TICK, NULL);

@@ -130,6 +130,16 @@ static void tell_twin(struct bm_sup *s)
 		s->out.io_attribution = "submitter";
 }
 
+/* The level (display units) at which the kernel wakes the ladder for p: its soft level, or near its ceiling. */
+static double wake_level(const struct bm_sup *s, int p)
+{
+	const struct bm_dim_rule *r = &s->o.policy.dim[p];
+	double lvl = r->soft && (!r->hard || r->soft < r->hard) ? r->soft : r->hard;
+
+	/* wake near a ceiling: from there on the ladder looks every window */
+	return r->ceiling && lvl == r->hard ? 0.9 * r->hard : lvl;
+}
+
 /* Crossing thresholds (per window) and kernel kill levels from the policy. */
 static void kernel_levels(struct bm_sup *s, uint64_t thresh[BM_DIM__MAX], uint64_t kill_at[BM_DIM__MAX])
 {
@@ -140,12 +150,9 @@ static void kernel_levels(struct bm_sup *s, uint64_t thresh[BM_DIM__MAX], uint64
 	memset(kill_at, 0, sizeof(uint64_t) * BM_DIM__MAX);
 	for (p = 0; p < BM_P__MAX; p++) {
 		const struct bm_dim_rule *r = &s->o.policy.dim[p];
-		double lvl = r->soft && (!r->hard || r->soft < r->hard) ? r->soft : r->hard;
+		double lvl = wake_level(s, p);
 		int d = pdim_dim[p];
 
-		/* wake near a ceiling: from there on the ladder looks every window */
-		if (r->ceiling && lvl == r->hard)
-			lvl = 0.9 * r->hard;
 		if (!lvl)
 			continue;
 		t = p == BM_P_CPU ? lvl * W : p == BM_P_NET || p == BM_P_IO ? lvl * W / 1e9 : lvl;
@@ -394,12 +401,23 @@ void bm_sup__event(struct bm_sup *s, const struct bm_event *e)
 		arm_timer(s, 0);
 }
 
-/* What the ladder sees: levels (or their peak in this window), flows over this and the last window. */
+/* Dimension p has a ceiling that a controller holds. */
+static bool held(const struct bm_sup *s, int p)
+{
+	return s->o.policy.dim[p].ceiling && s->ceil.controller[p];
+}
+
+/* What the ladder sees: levels (or their peak in this window), flows at their highest window since the last look. */
 static void sample(struct bm_sup *s, const struct bm_meter *m, uint64_t now, struct bm_sample *sm)
 {
-	uint64_t W = m->window_ns, x = now / W, ooms, refused;
-	double cur, prev;
+	uint64_t W = m->window_ns, x = now / W, ooms, refused, y;
+	/* looks may be windows apart (bm_sup_opts.look_grid_ns), never more than half the ring */
+	uint64_t from = s->look_win && s->look_win < x ? s->look_win : x - 1;
+	double cur, top;
 	int p;
+
+	if (x - from > BM_RING / 2)
+		from = x - BM_RING / 2;
 
 	memset(sm, 0, sizeof(*sm));
 	for (p = 0; p < BM_P__MAX; p++) {
@@ -417,29 +435,32 @@ static void sample(struct bm_sup *s, const struct bm_meter *m, uint64_t now, str
 			 * another cgroup too, so they may pass a charge that stays under
 			 * it. Its OOM killer then acts, and the outcome names its victim.
 			 */
-			if (p == BM_P_MEM && s->ceil.controller[p] && s->o.policy.dim[p].ceiling &&
-			    sm->value[p] > s->o.policy.dim[p].hard)
+			if (p == BM_P_MEM && held(s, p) && sm->value[p] > s->o.policy.dim[p].hard)
 				sm->value[p] = s->o.policy.dim[p].hard;
 			continue;
 		}
-		/* a fresh window looks empty: take the last full one too */
-		cur = bm_window_flow(m, d, x);
-		prev = bm_window_flow(m, d, x - 1);
-		if (p == BM_P_IO) {
-			cur += bm_window_flow(m, BM_DIM_IO_READ, x);
-			prev += bm_window_flow(m, BM_DIM_IO_READ, x - 1);
+		/* a fresh window looks empty: the full ones since the last look count too */
+		for (y = from, top = 0; y <= x; y++) {
+			cur = bm_window_flow(m, d, y);
+			if (p == BM_P_IO)
+				cur += bm_window_flow(m, BM_DIM_IO_READ, y);
+			top = cur > top ? cur : top;
 		}
-		sm->value[p] = bm_window_display(d, cur > prev ? cur : prev, W);
+		sm->value[p] = bm_window_display(d, top, W);
 	}
+	s->look_win = x;
+	/* what a controller refused at a ceiling it holds: files to read, so only where there is one */
+	if (!held(s, BM_P_MEM) && !held(s, BM_P_PIDS))
+		return;
 	bm_ceilings_events(&s->ceil, &ooms, &refused);
-	sm->breach[BM_P_MEM] = ooms > 0;
-	sm->breach[BM_P_PIDS] = refused > 0;
+	sm->breach[BM_P_MEM] = held(s, BM_P_MEM) && ooms > 0;
+	sm->breach[BM_P_PIDS] = held(s, BM_P_PIDS) && refused > 0;
 }
 
 /* One turn of the ladder: sample, decide, act; returns when to look again. */
 static uint64_t evaluate(struct bm_sup *s, uint64_t now)
 {
-	uint64_t next, duty;
+	uint64_t next, duty, look;
 	struct bm_verdict v;
 	struct bm_sample sm;
 	struct bm_meter m;
@@ -457,17 +478,20 @@ static uint64_t evaluate(struct bm_sup *s, uint64_t now)
 	duty = bm_act_tick(&s->act, now);
 	next = duty < next ? duty : next;
 	/*
-	 * Look again every window while anything is over its soft level or a
-	 * step is in force, and while a level sits near a ceiling a controller
-	 * holds: a refused fork or an OOM kill changes no level, so no crossing
-	 * would say so.
+	 * Look again every window while anything is at the level the kernel
+	 * wakes at (it reports a run of windows over once, at its start) or
+	 * over its soft level, or a step is in force. That covers a level near
+	 * a ceiling a controller holds: a refused fork or an OOM kill changes
+	 * no level, so no crossing would say so.
 	 */
+	look = now + m.window_ns;
+	if (s->o.look_grid_ns)
+		look += s->o.look_grid_ns - 1 - (look - 1) % s->o.look_grid_ns;
 	for (p = 0; p < BM_P__MAX; p++) {
-		const struct bm_dim_rule *r = &s->o.policy.dim[p];
-		bool near = r->ceiling && s->ceil.controller[p] && sm.value[p] >= 0.9 * r->hard;
+		double lvl = wake_level(s, p);
 
-		if (near || s->lad.above_since_ns[p] || s->lad.step != BM_STEP_OBSERVE)
-			next = now + m.window_ns < next ? now + m.window_ns : next;
+		if ((lvl && sm.value[p] >= lvl) || s->lad.above_since_ns[p] || s->lad.step != BM_STEP_OBSERVE)
+			next = look < next ? look : next;
 	}
 	return next;
 }

@@ -57,6 +57,13 @@ struct bm_sup_opts {
 	/* With shared_timers: called (with timers_ctx) whenever timer_at or deadline_at moves. */
 	void (*timers_moved)(void *ctx);
 	void *timers_ctx;
+	/*
+	 * With shared_timers, 0 or at most BM_RING / 2 windows: the ladder's
+	 * repeated looks (a window after the last) go up to the next multiple
+	 * of this on the monotonic clock, where the caller wakes anyway (the
+	 * agent's tick). Each look then takes every window since the last.
+	 */
+	uint64_t look_grid_ns;
 };
 
 /*
@@ -102,6 +109,7 @@ struct bm_sup {
 	enum bm_sup_phase phase;
 	uint64_t start_ns, end_ns, phase_deadline_ns;
 	uint64_t poll_ns;		/* the next look at the phase is this far off */
+	uint64_t look_win;		/* the window of the ladder's last look (0: none yet) */
 	int wait_status;
 	int exec_errno;			/* the command could not be started (126/127) */
 	bool not_run;			/* it never started: the outcome its caller wrote stands */
