@@ -119,7 +119,7 @@ static __always_inline int bm_slot_open(struct bm_meter *m, __u32 d0, __u32 s, _
 {
 	__u32 lo = d0 < BM_FLOWS ? 0 : BM_FLOWS, n = d0 < BM_FLOWS ? BM_FLOWS : BM_IO_FLOWS;
 	__u64 *tagp = bm_tag(m, d0, s), tag = *tagp;
-	__u32 d, l;
+	__u32 d, l, p;
 
 	if (tag == x)
 		return 0;
@@ -136,7 +136,9 @@ static __always_inline int bm_slot_open(struct bm_meter *m, __u32 d0, __u32 s, _
 	for (l = 0; l < BM_LANES; l++)
 		for (d = 0; d < n; d++)
 			*bm_val(m, lo + d, l, s) = 0;
-	*bm_crossed_of(m, d0, s) = 0;
+	/* which dims the window before was over, if the slot before holds it (bm_flow_check()) */
+	p = (s - 1) & (BM_RING - 1);
+	*bm_crossed_of(m, d0, s) = *bm_tag(m, d0, p) == x - 1 ? (*bm_crossed_of(m, d0, p) & 0xffff) << 16 : 0;
 	__sync_lock_test_and_set(tagp, x);
 	bm_touch(m, x);
 	return 0;
@@ -180,14 +182,13 @@ __attribute__((noinline)) int bm_open_cur(__u32 d, __u64 x)
 static __always_inline void bm_flow_check(struct bm_meter *m, __u32 d, __u64 x, __u32 s)
 {
 	__u64 t = m->thresh[d], sum;
-	__u32 p = (s - 1) & (BM_RING - 1);
 
 	if (!t)
 		return;
 	sum = bm_slot_sum(m, s, d);
-	if (sum < t || (__sync_fetch_and_or(bm_crossed_of(m, d, s), 1U << d) & (1U << d)))
-		return;
-	if (*bm_tag(m, d, p) != x - 1 || !(*bm_crossed_of(m, d, p) & (1U << d)))
+	/* the high half: the window before's, copied when this one opened */
+	if (sum >= t && !(__sync_fetch_and_or(bm_crossed_of(m, d, s), 1U << d) &
+			  ((1U << d) | (BM_WAS_OVER << d))))
 		bm_flow_crossed(m, d, x, sum, t);
 }
 
@@ -369,9 +370,9 @@ static __always_inline void bm_level_add(struct bm_meter *m, int d, __u64 x, __s
 		m->lvl_max[BM_DIM_PIDS] = tasks;
 		/* the level that held until now, if over: the high half, the window before's */
 		m->lvl_crossed = (m->thresh[BM_DIM_MEM] && mem >= m->thresh[BM_DIM_MEM] ?
-				  BM_LVL_WAS << BM_DIM_MEM : 0) |
+				  BM_WAS_OVER << BM_DIM_MEM : 0) |
 				 (m->thresh[BM_DIM_PIDS] && tasks >= m->thresh[BM_DIM_PIDS] ?
-				  BM_LVL_WAS << BM_DIM_PIDS : 0);
+				  BM_WAS_OVER << BM_DIM_PIDS : 0);
 	}
 	bm_touch(m, x);
 	if (d == BM_DIM_MEM)
@@ -384,7 +385,7 @@ static __always_inline void bm_level_add(struct bm_meter *m, int d, __u64 x, __s
 	/* as a flow's: reported where it comes to the level, not again while it stays */
 	if (m->thresh[d] && v >= m->thresh[d] && !(m->lvl_crossed & (1U << d))) {
 		m->lvl_crossed |= 1U << d;
-		if (!(m->lvl_crossed & (BM_LVL_WAS << d)))
+		if (!(m->lvl_crossed & (BM_WAS_OVER << d)))
 			bm_crossed(m, d, m->lvl_win, v, c);
 	}
 }
