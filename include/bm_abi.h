@@ -22,8 +22,6 @@
  * a 250 Hz tick many times over.
  */
 #define BM_RING 16
-/* crossed[], io_crossed[], lvl_crossed: bit 16 + d, d was at or over its threshold in the window before */
-#define BM_WAS_OVER (1U << 16)
 /* A CPU interval is split over at most this many windows; older parts are late. */
 #define BM_SPLIT 8
 /* log2 buckets: [0] holds 0, [k] holds [2^(k-1), 2^k); values from 2^62 up go to [62]. */
@@ -83,6 +81,18 @@ enum bm_dim {
  */
 #define BM_MOVED_SLOTS 16384
 #define BM_SLOT_NONE 0xffffffffU
+
+/* .data.moved, mapped read-write by the loader: per meter slot, */
+struct bm_marks {
+	__u8 moved[BM_MOVED_SLOTS];	/* its mark (above) */
+	/*
+	 * and the last window its ladder looks at by itself, from a crossing
+	 * on (0: none): a crossing in a window up to it is marked in the meter
+	 * but not reported, so a run of windows over wakes nobody a second
+	 * time. The ladder alone writes it (bm_loader__watch()).
+	 */
+	__u64 watch[BM_MOVED_SLOTS];
+};
 
 struct bm_lane {
 	__u64 v[BM_RING][BM_FLOWS];
@@ -152,9 +162,9 @@ struct bm_meter {
 	__u64 cgid;			/* the cgroup's id, for its records (no pointer walk) */
 	__u32 ring;			/* bm_rings slot its records go to (0: bm_events) */
 	__u32 pad;
-	__u32 crossed[BM_RING];		/* per flow slot: dims at or over their threshold there (BM_WAS_OVER) */
+	__u32 crossed[BM_RING];		/* per flow slot: dims that reached their threshold there */
 	__u32 io_crossed[BM_RING];	/* the same, per I/O slot */
-	__u32 lvl_crossed;		/* the same, for levels in lvl_win ("before": when it opened) */
+	__u32 lvl_crossed;		/* level dims that reached it in lvl_win */
 	__u32 slot;			/* its byte in bm_moved, or BM_SLOT_NONE */
 	__u32 hist[BM_DIM__MAX][BM_HIST_BUCKETS];
 };

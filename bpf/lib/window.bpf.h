@@ -28,8 +28,16 @@
  */
 const volatile __u8 cfg_plain_lanes;
 
-/* A byte per meter slot: see BM_MOVED_SLOTS. Global data, so storing to it is no helper call. */
-__u8 bm_moved[BM_MOVED_SLOTS] SEC(".data.moved");
+/* A byte and a watch per meter slot: see struct bm_marks. Global data, so using it is no helper call. */
+struct bm_marks bm_marks SEC(".data.moved");
+
+/* The ladder looks at window x of m by itself (bm_marks.watch): a crossing there is no news. */
+static __always_inline bool bm_watched(struct bm_meter *m, __u64 x)
+{
+	__u32 slot = m->slot;
+
+	return slot < BM_MOVED_SLOTS && bm_marks.watch[slot] >= x;
+}
 
 /* An event touched window x: if no event touched a newer one, x is the newest, and the meter moved. */
 static __always_inline void bm_touch(struct bm_meter *m, __u64 x)
@@ -40,7 +48,7 @@ static __always_inline void bm_touch(struct bm_meter *m, __u64 x)
 		return;
 	m->last_win = x;
 	if (slot < BM_MOVED_SLOTS)
-		bm_moved[slot] = 1;
+		bm_marks.moved[slot] = 1;
 }
 
 /* A level's crossing, found under the lock and emitted after it is dropped. */
@@ -119,7 +127,7 @@ static __always_inline int bm_slot_open(struct bm_meter *m, __u32 d0, __u32 s, _
 {
 	__u32 lo = d0 < BM_FLOWS ? 0 : BM_FLOWS, n = d0 < BM_FLOWS ? BM_FLOWS : BM_IO_FLOWS;
 	__u64 *tagp = bm_tag(m, d0, s), tag = *tagp;
-	__u32 d, l, p;
+	__u32 d, l;
 
 	if (tag == x)
 		return 0;
@@ -136,9 +144,7 @@ static __always_inline int bm_slot_open(struct bm_meter *m, __u32 d0, __u32 s, _
 	for (l = 0; l < BM_LANES; l++)
 		for (d = 0; d < n; d++)
 			*bm_val(m, lo + d, l, s) = 0;
-	/* which dims the window before was over, if the slot before holds it (bm_flow_check()) */
-	p = (s - 1) & (BM_RING - 1);
-	*bm_crossed_of(m, d0, s) = *bm_tag(m, d0, p) == x - 1 ? (*bm_crossed_of(m, d0, p) & 0xffff) << 16 : 0;
+	*bm_crossed_of(m, d0, s) = 0;
 	__sync_lock_test_and_set(tagp, x);
 	bm_touch(m, x);
 	return 0;
@@ -173,11 +179,11 @@ __attribute__((noinline)) int bm_open_cur(__u32 d, __u64 x)
 
 /*
  * With a threshold set on flow d, sum slot s's lanes: the first add that
- * finds the sum at or over it marks the window (the fetch-or on crossed[]
- * lets exactly one win), and reports the crossing unless the window before
- * was over too. A run of windows over is one record, at its start: from
- * there the ladder looks by itself for as long as it stays over
- * (effect/sup.c), and a node-wide CPU storm is not a record every window.
+ * finds the sum at or over it reports the crossing (the fetch-or on
+ * crossed[] lets exactly one win), unless the ladder is watching that
+ * window already. The fetch-or orders the read of the watch after the
+ * mark, and the ladder reads the meter after it stops watching, so a
+ * crossing is either reported or seen (effect/sup.c, watch()).
  */
 static __always_inline void bm_flow_check(struct bm_meter *m, __u32 d, __u64 x, __u32 s)
 {
@@ -186,9 +192,8 @@ static __always_inline void bm_flow_check(struct bm_meter *m, __u32 d, __u64 x, 
 	if (!t)
 		return;
 	sum = bm_slot_sum(m, s, d);
-	/* the high half: the window before's, copied when this one opened */
-	if (sum >= t && !(__sync_fetch_and_or(bm_crossed_of(m, d, s), 1U << d) &
-			  ((1U << d) | (BM_WAS_OVER << d))))
+	if (sum >= t && !(__sync_fetch_and_or(bm_crossed_of(m, d, s), 1U << d) & (1U << d)) &&
+	    !bm_watched(m, x))
 		bm_flow_crossed(m, d, x, sum, t);
 }
 
@@ -368,11 +373,7 @@ static __always_inline void bm_level_add(struct bm_meter *m, int d, __u64 x, __s
 		m->lvl_win = x;
 		m->lvl_max[BM_DIM_MEM] = mem;
 		m->lvl_max[BM_DIM_PIDS] = tasks;
-		/* the level that held until now, if over: the high half, the window before's */
-		m->lvl_crossed = (m->thresh[BM_DIM_MEM] && mem >= m->thresh[BM_DIM_MEM] ?
-				  BM_WAS_OVER << BM_DIM_MEM : 0) |
-				 (m->thresh[BM_DIM_PIDS] && tasks >= m->thresh[BM_DIM_PIDS] ?
-				  BM_WAS_OVER << BM_DIM_PIDS : 0);
+		m->lvl_crossed = 0;
 	}
 	bm_touch(m, x);
 	if (d == BM_DIM_MEM)
@@ -382,10 +383,9 @@ static __always_inline void bm_level_add(struct bm_meter *m, int d, __u64 x, __s
 	v = bm_level(m, d);
 	if (v > m->lvl_max[d])
 		m->lvl_max[d] = v;
-	/* as a flow's: reported where it comes to the level, not again while it stays */
 	if (m->thresh[d] && v >= m->thresh[d] && !(m->lvl_crossed & (1U << d))) {
 		m->lvl_crossed |= 1U << d;
-		if (!(m->lvl_crossed & (BM_WAS_OVER << d)))
+		if (!bm_watched(m, m->lvl_win))
 			bm_crossed(m, d, m->lvl_win, v, c);
 	}
 }

@@ -157,11 +157,10 @@ static pid_t spawn_in(struct bm_cgroup *cg, char **argv)
 	return child.pid;
 }
 
-/* bm-spike 30 60 2: two spins of 30 ms, 30 ms apart, then exit. */
+/* bm-spike 40 40 1: one 40 ms spin, then exit. */
 static pid_t spawn_spike(struct bm_cgroup *cg)
 {
-	/* each spin fills two whole windows in a row or more, and a whole window idles between */
-	char *argv[] = { "bm-spike", "30", "60", "2", NULL };
+	char *argv[] = { "bm-spike", "40", "40", "1", NULL };
 
 	return spawn_in(cg, argv);
 }
@@ -244,7 +243,7 @@ static void drive(struct mfx *f)
 	bm_loader__poll(f->l, 0);
 }
 
-/* a's meter holds the 60 ms of spins, exactly what the kernel's own cpu.stat saw; b has none. */
+/* a's meter holds the 40 ms spin, exactly what the kernel's own cpu.stat saw; b has none. */
 static void check_totals(struct mfx *f, struct bm_meter *m, struct bm_summary *sum)
 {
 	uint64_t usage_us, end;
@@ -265,7 +264,7 @@ static void check_totals(struct mfx *f, struct bm_meter *m, struct bm_summary *s
 	end = m->last_win > m->lvl_win ? m->last_win : m->lvl_win;
 	assert_int_equal(bm_window_finalize(m, end, sum), 0);
 	/* the spin, plus the exec, start-up and exit of the workload */
-	assert_between((double)sum->cpu_ns / MS, 60, 60 + 2 * integ_startup_cpu_s() * 1000);
+	assert_between((double)sum->cpu_ns / MS, 40, 40 + 2 * integ_startup_cpu_s() * 1000);
 	assert_int_equal(bm_cgroup__read_key(f->a, "cpu.stat", "usage_usec", &usage_us), 0);
 	assert_between((double)sum->cpu_ns / MS - usage_us / 1000.0, -2, 2);
 	assert_int_equal(sum->tasks_entered, 1);
@@ -275,9 +274,9 @@ static void check_totals(struct mfx *f, struct bm_meter *m, struct bm_summary *s
 
 /*
  * Crossings: CPU only (no other threshold is set), at or over the
- * threshold, at most one per window, and one per run of windows over it:
- * never in the window after another one's. The windows that reached 5 ms
- * bound them: at most those of 4.2 ms or more (log2 buckets from 2^22 ns).
+ * threshold, at most one per window, and exactly the windows that reached
+ * 5 ms: at least every window of 8.4 ms or more (log2 buckets from 2^23
+ * ns), at most those of 4.2 ms or more (from 2^22 ns), 5 ms lying between.
  * Returns how many there were.
  */
 static unsigned int check_crossings(struct mfx *f, const struct bm_meter *m,
@@ -296,13 +295,9 @@ static unsigned int check_crossings(struct mfx *f, const struct bm_meter *m,
 		assert_int_equal(e->thresh, CPU_THRESH_NS);
 		assert_true(e->value >= CPU_THRESH_NS);
 		assert_true(e->win >= m->first_win && e->win <= m->last_win);
-		for (k = 0; k < n; k++) {
+		for (k = 0; k < n; k++)
 			if (seen[k] == e->win)
 				fail_msg("two crossings for CPU in window %llu", (unsigned long long)e->win);
-			if (seen[k] + 1 == e->win || seen[k] == e->win + 1)
-				fail_msg("crossings in windows %llu and %llu, one after the other: one run, "
-					 "reported twice", (unsigned long long)seen[k], (unsigned long long)e->win);
-		}
 		if (n < BM_ARRAY_SIZE(seen))
 			seen[n++] = e->win;
 	}
@@ -319,9 +314,7 @@ static unsigned int check_crossings(struct mfx *f, const struct bm_meter *m,
 		over_hi += b > 1 && lo >= t ? sum->hist[BM_DIM_CPU][b] : 0;
 	}
 	integ_note("%u crossings, %u windows maybe over the threshold, %u surely", n, over_lo, over_hi);
-	assert_in_range(n, 1, over_lo);
-	/* each spin fills two whole windows or more: fewer crossings than windows surely over */
-	assert_true(n < over_hi);
+	assert_in_range(n, over_hi, over_lo);
 	return n;
 }
 
@@ -356,12 +349,12 @@ static void check_meter(void **state, bool force_hash)
 
 		n_cross = run_spike(f);
 		teardown(state);
-		/* one run of windows over per spin, if the scheduler lets each run through */
-		if (n_cross == 2)
+		/* 40 ms on one core fills at least 3 whole windows, if the scheduler lets it run */
+		if (n_cross >= 3)
 			break;
 		if (attempt + 1 >= ATTEMPTS)
-			fail_msg("%u CPU crossings, expected 2, one per spin (%d runs)", n_cross, ATTEMPTS);
-		integ_note("%u CPU crossings, expected 2; is the machine busy? running again", n_cross);
+			fail_msg("%u CPU crossings, expected >= 3 (%d runs)", n_cross, ATTEMPTS);
+		integ_note("%u CPU crossings, expected >= 3; is the machine busy? running again", n_cross);
 	}
 }
 
@@ -375,6 +368,77 @@ static void test_meter_hash(void **state)
 	check_meter(state, true);
 }
 
+/* Crossings of cg (a flow's or a level's) among the records so far. */
+static unsigned int crossings(struct mfx *f, const struct bm_cgroup *cg, uint32_t dim)
+{
+	unsigned int i, n = 0;
+
+	bm_loader__poll(f->l, 0);
+	for (i = 0; i < f->n_ev; i++)
+		n += f->ev[i].cgid == cg->id && f->ev[i].type == BM_EV_CROSS && f->ev[i].dim == dim;
+	return n;
+}
+
+/* Run argv in cg to its end, the ring drained meanwhile; argv[0] is a workload's name. */
+static void run_in(struct mfx *f, struct bm_cgroup *cg, const char *const *argv)
+{
+	char *v[8];
+	unsigned int i;
+
+	for (i = 0; argv[i] && i < BM_ARRAY_SIZE(v) - 1; i++)
+		v[i] = (char *)argv[i];
+	v[i] = NULL;
+	f->pid_a = spawn_in(cg, v);
+	wait_exit(f, f->pid_a);
+	reap_exited(&f->pid_a);
+	usleep(30 * 1000);
+}
+
+/*
+ * bm_marks.watch: while the ladder says it looks at a meter's windows by
+ * itself, the kernel marks their crossings in the meter and reports none;
+ * with the watch back at 0 it reports them again. A CPU threshold of 5 ms
+ * under bm-spike 30 60 2 (two spins, each over it in two windows or more),
+ * and a tasks threshold of 5 under bm-fanout 8 100 (9 tasks for 100 ms).
+ */
+static void test_meter_watch(void **state)
+{
+	const char *const spike[] = { "bm-spike", "30", "60", "2", NULL };
+	const char *const fan[] = { "bm-fanout", "8", "100", NULL };
+	uint64_t thresh[BM_DIM__MAX] = { [BM_DIM_CPU] = CPU_THRESH_NS, [BM_DIM_PIDS] = 5 };
+	struct mfx *f = open_meter(state, false);
+	unsigned int cpu, pids, k, marked = 0;
+	struct bm_meter m;
+
+	f->a = make_cgroup("a");
+	assert_int_equal(bm_loader__add(f->l, f->a, 10 * MS, bm_now_ns(), thresh), 0);
+	assert_int_equal(bm_loader__read(f->l, f->a, &m), 0);
+	assert_true(m.slot < BM_MOVED_SLOTS);
+	/* watched for the next minute: nothing reported, every crossing marked */
+	bm_loader__watch(f->l, m.slot, bm_now_ns() / (10 * MS) + 6000);
+	run_in(f, f->a, spike);
+	run_in(f, f->a, fan);
+	cpu = crossings(f, f->a, BM_DIM_CPU);
+	pids = crossings(f, f->a, BM_DIM_PIDS);
+	assert_int_equal(bm_loader__read(f->l, f->a, &m), 0);
+	for (k = 0; k < BM_RING; k++)
+		marked += !!(m.crossed[k] & (1U << BM_DIM_CPU));
+	integ_note("watched: %u CPU and %u tasks crossings reported, %u CPU windows marked", cpu, pids,
+		   marked);
+	assert_int_equal(cpu, 0);
+	assert_int_equal(pids, 0);
+	assert_true(marked >= 1);
+	/* not watched: reported again, every window over */
+	bm_loader__watch(f->l, m.slot, 0);
+	run_in(f, f->a, spike);
+	run_in(f, f->a, fan);
+	cpu = crossings(f, f->a, BM_DIM_CPU);
+	pids = crossings(f, f->a, BM_DIM_PIDS);
+	integ_note("not watched: %u CPU and %u tasks crossings reported", cpu, pids);
+	assert_true(cpu >= 4);
+	assert_true(pids >= 1);
+}
+
 /* The newest window an event touched, from a fresh read of cg's meter. */
 static uint64_t last_win(struct mfx *f, struct bm_cgroup *cg, uint32_t *slot)
 {
@@ -386,7 +450,7 @@ static uint64_t last_win(struct mfx *f, struct bm_cgroup *cg, uint32_t *slot)
 }
 
 /*
- * bm_moved: a meter whose mark stays clear had no event since it was
+ * bm_marks.moved: a meter whose mark stays clear had no event since it was
  * cleared. a runs bm-spike 5 300 4 (5 ms of CPU every 300 ms), b a sleeper.
  * Polled every 5 ms: read the meter, then look at the mark; a clear mark
  * must find the meter as the last read left it (no move unmarked), a set
@@ -460,6 +524,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_meter_cgroup_storage, teardown),
 		cmocka_unit_test_teardown(test_meter_hash, teardown),
 		cmocka_unit_test_teardown(test_meter_moved, teardown),
+		cmocka_unit_test_teardown(test_meter_watch, teardown),
 	};
 	struct bm_cgroup_env env;
 	char probe[PATH_MAX];

@@ -638,7 +638,7 @@ static double meter_reads(void)
 }
 
 /*
- * The agent reads a meter only when the kernel says it moved (bm_moved):
+ * The agent reads a meter only when the kernel says it moved (bm_marks.moved):
  * six sleeping effects cost no reads at all, where one read each per
  * 40 ms was 150 a second; a spiking one (5 ms every 50 ms) is read.
  */

@@ -35,6 +35,8 @@ static struct {
 	pid_t child;
 	/* the fake kernel side */
 	uint64_t now;
+	uint64_t watch;			/* the last window the kernel was told the ladder looks at */
+	unsigned int watches;
 	struct bm_meter m;
 	struct bm_features feat;
 	uint64_t stats[BM_STAT__MAX];
@@ -120,6 +122,12 @@ static int fake_del(struct bm_loader *l, const struct bm_cgroup *cg)
 	return 0;
 }
 
+static void fake_watch(struct bm_loader *l, uint32_t slot, uint64_t until_win)
+{
+	f.watch = until_win;
+	f.watches++;
+}
+
 static int fake_stats(struct bm_loader *l, uint64_t out[BM_STAT__MAX])
 {
 	memcpy(out, f.stats, sizeof(f.stats));
@@ -141,6 +149,7 @@ static const struct bm_sup_ops fake_ops = {
 	.arm = fake_arm,
 	.read = fake_read,
 	.claim = fake_claim,
+	.watch = fake_watch,
 	.del = fake_del,
 	.stats = fake_stats,
 	.features = fake_features,
@@ -536,8 +545,9 @@ static void test_sup_looks_on_the_grid(void **state)
 	event(BM_EV_CROSS, BM_DIM_CPU, 9000000, 5000000);
 	tick_at(at(35));
 	assert_int_equal(f.s.out.n_actions, 1);
-	/* a window on is 45 ms: up to the grid */
+	/* a window on is 45 ms: up to the grid, and the kernel is told the ladder looks to there */
 	assert_true(f.s.timer_at == at(60));
+	assert_true(f.watch == at(60) / W_NS);
 	/* 1004 over, 1005 quiet, 1006 just begun: 1004 is not calm */
 	cpu(at(45), 0.9);
 	tick_at(at(60));
@@ -638,9 +648,37 @@ static void test_sup_near_ceiling_looks_every_window(void **state)
 	f.m.tasks = 29;
 	tick_at(at(5));
 	assert_true(f.s.timer_at == at(15));
+	/* the kernel is told: no record for these windows, the ladder looks */
+	assert_true(f.watch == at(15) / W_NS);
 	f.m.tasks = 20;
 	tick_at(at(15));
+	/* stopped; one more look for what crossed between the read and the stop */
+	assert_true(f.watch == 0);
+	assert_true(f.s.timer_at == at(25));
+	tick_at(at(25));
 	assert_true(f.s.timer_at == NEVER);
+	assert_int_equal(f.watches, 2);
+}
+
+/*
+ * The stop's last look: a window that came over between the look that
+ * stopped and the stop was not reported; the look after finds it, and
+ * the ladder watches again.
+ */
+static void test_sup_watch_stop_looks_once_more(void **state)
+{
+	offers("pids");
+	f.o.limits.pids = 32;
+	assert_int_equal(start(), 0);
+	f.m.tasks = 29;
+	tick_at(at(5));
+	f.m.tasks = 20;
+	tick_at(at(15));
+	assert_true(f.watch == 0);
+	f.m.tasks = 30;
+	tick_at(at(25));
+	assert_true(f.watch == at(35) / W_NS);
+	assert_true(f.s.timer_at == at(35));
 }
 
 static void test_sup_deadline_then_kill(void **state)
@@ -898,6 +936,7 @@ int main(void)
 		T(test_sup_hold_acts_at_the_right_time),
 		T(test_sup_fresh_window_counts_the_last_full_one),
 		T(test_sup_looks_on_the_grid),
+		T(test_sup_watch_stop_looks_once_more),
 		T(test_sup_failed_exit),
 		T(test_sup_kernel_kill_event_memory_ceiling),
 		T(test_sup_oom_kill_is_the_kernels),

@@ -86,7 +86,7 @@ struct ag_effect {
 	uint64_t series_next_win;	/* next window to record */
 	/*
 	 * At the last read no event had touched the open window: until one
-	 * does (its meter's slot in bm_moved), every window is idle_v, and the
+	 * does (its meter's slot in bm_marks.moved), every window is idle_v, and the
 	 * meter is not read.
 	 */
 	bool idle;
@@ -252,7 +252,7 @@ struct bm_agent {
 	/*
 	 * What the tick looks at: the running effects that are not idle; an
 	 * idle one waits in by_slot[] (its meter's slot) until the kernel marks
-	 * its slot in bm_moved, so a tick costs the awake ones and a scan of
+	 * its slot in bm_marks.moved, so a tick costs the awake ones and a scan of
 	 * the marks, however many sleep.
 	 */
 	struct ag_set awake;

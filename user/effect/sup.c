@@ -58,6 +58,7 @@ const struct bm_sup_ops bm_sup_kernel = {
 	.arm = bm_loader__arm,
 	.read = bm_loader__read,
 	.claim = bm_loader__claim,
+	.watch = bm_loader__watch,
 	.del = bm_loader__del,
 	.stats = bm_loader__stats,
 	.features = bm_loader__features,
@@ -458,11 +459,26 @@ static void sample(struct bm_sup *s, const struct bm_meter *m, uint64_t now, str
 }
 
 /* One turn of the ladder: sample, decide, act; returns when to look again. */
+/*
+ * While the ladder looks by itself, the kernel need not wake it for each
+ * window over again: it is told up to which window it looks (a run of
+ * windows over is then one record, not one per window: a CPU storm held at
+ * its ceiling woke the agent every window).
+ */
+static void watch(struct bm_sup *s, uint32_t slot, uint64_t until_win)
+{
+	if (until_win == s->watch_win || !s->ops->watch)
+		return;
+	s->watch_win = until_win;
+	s->ops->watch(s->loader, slot, until_win);
+}
+
 static uint64_t evaluate(struct bm_sup *s, uint64_t now)
 {
 	uint64_t next, duty, look;
 	struct bm_verdict v;
 	struct bm_sample sm;
+	bool watching = false;
 	struct bm_meter m;
 	unsigned int i;
 	int p;
@@ -479,10 +495,9 @@ static uint64_t evaluate(struct bm_sup *s, uint64_t now)
 	next = duty < next ? duty : next;
 	/*
 	 * Look again every window while anything is at the level the kernel
-	 * wakes at (it reports a run of windows over once, at its start) or
-	 * over its soft level, or a step is in force. That covers a level near
-	 * a ceiling a controller holds: a refused fork or an OOM kill changes
-	 * no level, so no crossing would say so.
+	 * wakes at or over its soft level, or a step is in force. That covers
+	 * a level near a ceiling a controller holds: a refused fork or an OOM
+	 * kill changes no level, so no crossing would say so.
 	 */
 	look = now + m.window_ns;
 	if (s->o.look_grid_ns)
@@ -491,8 +506,12 @@ static uint64_t evaluate(struct bm_sup *s, uint64_t now)
 		double lvl = wake_level(s, p);
 
 		if ((lvl && sm.value[p] >= lvl) || s->lad.above_since_ns[p] || s->lad.step != BM_STEP_OBSERVE)
-			next = look < next ? look : next;
+			watching = true;
 	}
+	/* once stopped, one more look: what crossed between this read and the stop was not reported */
+	if (watching || s->watch_win)
+		next = look < next ? look : next;
+	watch(s, m.slot, watching ? look / m.window_ns : 0);
 	return next;
 }
 

@@ -85,6 +85,7 @@ struct bm_sup_ops {
 		   const uint64_t thresh[BM_DIM__MAX], const uint64_t kill_at[BM_DIM__MAX]);
 	int (*read)(struct bm_loader *l, const struct bm_cgroup *cg, struct bm_meter *out);
 	void (*claim)(struct bm_loader *l, uint32_t slot);
+	void (*watch)(struct bm_loader *l, uint32_t slot, uint64_t until_win);	/* NULL: never watched */
 	int (*del)(struct bm_loader *l, const struct bm_cgroup *cg);
 	int (*stats)(struct bm_loader *l, uint64_t out[BM_STAT__MAX]);
 	const struct bm_features *(*features)(const struct bm_loader *l);
@@ -110,6 +111,7 @@ struct bm_sup {
 	uint64_t start_ns, end_ns, phase_deadline_ns;
 	uint64_t poll_ns;		/* the next look at the phase is this far off */
 	uint64_t look_win;		/* the window of the ladder's last look (0: none yet) */
+	uint64_t watch_win;		/* the kernel is told it looks up to this window (0: not watching) */
 	int wait_status;
 	int exec_errno;			/* the command could not be started (126/127) */
 	bool not_run;			/* it never started: the outcome its caller wrote stands */

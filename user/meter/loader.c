@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -87,7 +88,8 @@ struct bm_loader {
 	char pin_dir[PATH_MAX];
 	uint32_t ring_bytes;		/* asked for, 0: the object's */
 	bool adopted;
-	volatile uint8_t *moved;	/* bm_moved, mapped */
+	volatile uint8_t *moved;	/* bm_marks.moved, mapped */
+	volatile uint64_t *watch;	/* bm_marks.watch, in the same mapping */
 	uint8_t slot_used[BM_MOVED_SLOTS / 8];
 	uint32_t slot_next;		/* where the search for a free slot starts */
 	uint64_t *stale;		/* cgroups whose meters went: their mms are forgotten in one pass */
@@ -1045,12 +1047,13 @@ struct bm_loader *bm_loader__open(const struct bm_loader_opts *opts)
 		if (err)
 			goto err_free;
 	}
-	l->moved = mmap(NULL, BM_MOVED_SLOTS, PROT_READ | PROT_WRITE, MAP_SHARED, l->fd[M_MOVED], 0);
+	l->moved = mmap(NULL, sizeof(struct bm_marks), PROT_READ | PROT_WRITE, MAP_SHARED, l->fd[M_MOVED], 0);
 	if (l->moved == MAP_FAILED) {
 		l->moved = NULL;
 		err = -errno;
 		goto err_free;
 	}
+	l->watch = (volatile uint64_t *)(l->moved + offsetof(struct bm_marks, watch));
 	l->rb = ring_buffer__new(l->guest ? l->ring_fd : l->fd[M_EVENTS], on_record, l, NULL);
 	if (!l->rb) {
 		err = -errno;
@@ -1078,7 +1081,7 @@ void bm_loader__free(struct bm_loader *l)
 	guest_close(l);
 	ring_buffer__free(l->rb);
 	if (l->moved)
-		munmap((void *)l->moved, BM_MOVED_SLOTS);
+		munmap((void *)l->moved, sizeof(struct bm_marks));
 	for (i = 0; i < M__MAX; i++)
 		if (l->fd[i] >= 0)
 			close(l->fd[i]);
@@ -1152,8 +1155,10 @@ int bm_loader__add(struct bm_loader *l, const struct bm_cgroup *cg, uint64_t win
 	/* a guest's meters are marked nowhere: the owner hands out the slots */
 	m.slot = l->guest ? BM_SLOT_NONE : slot_alloc(l);
 	m.ring = l->ring_slot;
-	if (m.slot != BM_SLOT_NONE)
+	if (m.slot != BM_SLOT_NONE) {
 		l->moved[m.slot] = 0;
+		l->watch[m.slot] = 0;
+	}
 	fd = meter_map(l, cg, &key);
 	if (bpf_map_update_elem(fd, key, &m, BPF_NOEXIST)) {
 		slot_set(l, m.slot, false);
@@ -1176,6 +1181,13 @@ void bm_loader__unmark(struct bm_loader *l, uint32_t slot)
 {
 	if (slot < BM_MOVED_SLOTS && l->moved[slot])
 		l->moved[slot] = 0;
+}
+
+void bm_loader__watch(struct bm_loader *l, uint32_t slot, uint64_t until_win)
+{
+	/* a full barrier: a stop (0) is seen before the ladder's next read of the meter */
+	if (slot < BM_MOVED_SLOTS && !l->guest)
+		__atomic_store_n(&l->watch[slot], until_win, __ATOMIC_SEQ_CST);
 }
 
 int bm_loader__arm(struct bm_loader *l, const struct bm_cgroup *cg,

@@ -101,13 +101,20 @@ int bm_loader__arm(struct bm_loader *l, const struct bm_cgroup *cg,
 /* Copy cg's meter, taken under its lock. Returns 0 or -errno. */
 int bm_loader__read(struct bm_loader *l, const struct bm_cgroup *cg, struct bm_meter *out);
 /*
- * The marks, BM_MOVED_SLOTS bytes (bm_moved, mapped): marks[slot] is set
+ * The marks, BM_MOVED_SLOTS bytes (bm_marks.moved, mapped): marks[slot] is set
  * when the meter in that slot (bm_meter.slot) moved since it was cleared.
  * Clear it before reading the meter, so that a move after the read marks
  * it again; a meter in BM_SLOT_NONE is never marked.
  */
 const volatile uint8_t *bm_loader__marks(const struct bm_loader *l);
 void bm_loader__unmark(struct bm_loader *l, uint32_t slot);
+/*
+ * The ladder of the meter in slot looks at every window up to until_win by
+ * itself: the kernel reports no crossing there (bm_marks.watch). 0 stops
+ * it; read the meter after a stop, as a crossing just before it was not
+ * reported. A guest's, or one in BM_SLOT_NONE, does nothing.
+ */
+void bm_loader__watch(struct bm_loader *l, uint32_t slot, uint64_t until_win);
 /* A meter adopted from pins keeps its slot: no new meter may be given it. */
 void bm_loader__claim(struct bm_loader *l, uint32_t slot);
 /*
