@@ -639,9 +639,9 @@ static void test_sup_controller_breach_kills_by_kernel(void **state)
 	assert_reason(BM_REASON_PIDS_CEILING, "kernel");
 }
 
-static void test_sup_near_ceiling_looks_every_window(void **state)
+/* 29 tasks under a held ceiling of 32 at 5 ms, 20 at 15 ms: the ladder looks, then stops. */
+static void near_then_away(void)
 {
-	/* a refused fork changes no level: near a held ceiling, look every window */
 	offers("pids");
 	f.o.limits.pids = 32;
 	assert_int_equal(start(), 0);
@@ -655,6 +655,12 @@ static void test_sup_near_ceiling_looks_every_window(void **state)
 	/* stopped; one more look for what crossed between the read and the stop */
 	assert_true(f.watch == 0);
 	assert_true(f.s.timer_at == at(25));
+}
+
+static void test_sup_near_ceiling_looks_every_window(void **state)
+{
+	/* a refused fork changes no level: near a held ceiling, look every window */
+	near_then_away();
 	tick_at(at(25));
 	assert_true(f.s.timer_at == NEVER);
 	assert_int_equal(f.watches, 2);
@@ -667,14 +673,7 @@ static void test_sup_near_ceiling_looks_every_window(void **state)
  */
 static void test_sup_watch_stop_looks_once_more(void **state)
 {
-	offers("pids");
-	f.o.limits.pids = 32;
-	assert_int_equal(start(), 0);
-	f.m.tasks = 29;
-	tick_at(at(5));
-	f.m.tasks = 20;
-	tick_at(at(15));
-	assert_true(f.watch == 0);
+	near_then_away();
 	f.m.tasks = 30;
 	tick_at(at(25));
 	assert_true(f.watch == at(35) / W_NS);

@@ -458,7 +458,6 @@ static void sample(struct bm_sup *s, const struct bm_meter *m, uint64_t now, str
 	sm->breach[BM_P_PIDS] = held(s, BM_P_PIDS) && refused > 0;
 }
 
-/* One turn of the ladder: sample, decide, act; returns when to look again. */
 /*
  * While the ladder looks by itself, the kernel need not wake it for each
  * window over again: it is told up to which window it looks (a run of
@@ -473,6 +472,7 @@ static void watch(struct bm_sup *s, uint32_t slot, uint64_t until_win)
 	s->ops->watch(s->loader, slot, until_win);
 }
 
+/* One turn of the ladder: sample, decide, act; returns when to look again. */
 static uint64_t evaluate(struct bm_sup *s, uint64_t now)
 {
 	uint64_t next, duty, look;
