@@ -165,7 +165,7 @@ struct bm_meter {
 	__u32 crossed[BM_RING];		/* per flow slot: dims that reached their threshold there */
 	__u32 io_crossed[BM_RING];	/* the same, per I/O slot */
 	__u32 lvl_crossed;		/* level dims that reached it in lvl_win */
-	__u32 slot;			/* its byte in bm_moved, or BM_SLOT_NONE */
+	__u32 slot;			/* its mark and watch in bm_marks, or BM_SLOT_NONE */
 	__u32 hist[BM_DIM__MAX][BM_HIST_BUCKETS];
 };
 

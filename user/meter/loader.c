@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <dirent.h>
 #include <errno.h>
-#include <stddef.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -88,8 +87,7 @@ struct bm_loader {
 	char pin_dir[PATH_MAX];
 	uint32_t ring_bytes;		/* asked for, 0: the object's */
 	bool adopted;
-	volatile uint8_t *moved;	/* bm_marks.moved, mapped */
-	volatile uint64_t *watch;	/* bm_marks.watch, in the same mapping */
+	volatile struct bm_marks *marks;	/* bm_marks, mapped */
 	uint8_t slot_used[BM_MOVED_SLOTS / 8];
 	uint32_t slot_next;		/* where the search for a free slot starts */
 	uint64_t *stale;		/* cgroups whose meters went: their mms are forgotten in one pass */
@@ -1047,13 +1045,12 @@ struct bm_loader *bm_loader__open(const struct bm_loader_opts *opts)
 		if (err)
 			goto err_free;
 	}
-	l->moved = mmap(NULL, sizeof(struct bm_marks), PROT_READ | PROT_WRITE, MAP_SHARED, l->fd[M_MOVED], 0);
-	if (l->moved == MAP_FAILED) {
-		l->moved = NULL;
+	l->marks = mmap(NULL, sizeof(*l->marks), PROT_READ | PROT_WRITE, MAP_SHARED, l->fd[M_MOVED], 0);
+	if (l->marks == MAP_FAILED) {
+		l->marks = NULL;
 		err = -errno;
 		goto err_free;
 	}
-	l->watch = (volatile uint64_t *)(l->moved + offsetof(struct bm_marks, watch));
 	l->rb = ring_buffer__new(l->guest ? l->ring_fd : l->fd[M_EVENTS], on_record, l, NULL);
 	if (!l->rb) {
 		err = -errno;
@@ -1080,8 +1077,8 @@ void bm_loader__free(struct bm_loader *l)
 		keep_meter(l);
 	guest_close(l);
 	ring_buffer__free(l->rb);
-	if (l->moved)
-		munmap((void *)l->moved, sizeof(struct bm_marks));
+	if (l->marks)
+		munmap((void *)l->marks, sizeof(*l->marks));
 	for (i = 0; i < M__MAX; i++)
 		if (l->fd[i] >= 0)
 			close(l->fd[i]);
@@ -1156,8 +1153,8 @@ int bm_loader__add(struct bm_loader *l, const struct bm_cgroup *cg, uint64_t win
 	m.slot = l->guest ? BM_SLOT_NONE : slot_alloc(l);
 	m.ring = l->ring_slot;
 	if (m.slot != BM_SLOT_NONE) {
-		l->moved[m.slot] = 0;
-		l->watch[m.slot] = 0;
+		l->marks->moved[m.slot] = 0;
+		l->marks->watch[m.slot] = 0;
 	}
 	fd = meter_map(l, cg, &key);
 	if (bpf_map_update_elem(fd, key, &m, BPF_NOEXIST)) {
@@ -1174,20 +1171,20 @@ void bm_loader__claim(struct bm_loader *l, uint32_t slot)
 
 const volatile uint8_t *bm_loader__marks(const struct bm_loader *l)
 {
-	return l->moved;
+	return l->marks->moved;
 }
 
 void bm_loader__unmark(struct bm_loader *l, uint32_t slot)
 {
-	if (slot < BM_MOVED_SLOTS && l->moved[slot])
-		l->moved[slot] = 0;
+	if (slot < BM_MOVED_SLOTS && l->marks->moved[slot])
+		l->marks->moved[slot] = 0;
 }
 
 void bm_loader__watch(struct bm_loader *l, uint32_t slot, uint64_t until_win)
 {
 	/* a full barrier: a stop (0) is seen before the ladder's next read of the meter */
 	if (slot < BM_MOVED_SLOTS && !l->guest)
-		__atomic_store_n(&l->watch[slot], until_win, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&l->marks->watch[slot], until_win, __ATOMIC_SEQ_CST);
 }
 
 int bm_loader__arm(struct bm_loader *l, const struct bm_cgroup *cg,
