@@ -161,6 +161,6 @@ void ag_tick(struct bm_agent *a)
 		} else if (e->idle && !e->readers && !e->exit_wait_ns)
 			ag_sleep(a, e);
 	}
-	bm_loader__forget_stale(a->loader);
+	bm_loader__tend_stale(a->loader);
 	ag_tenants_tick(a, now);
 }

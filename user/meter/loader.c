@@ -92,6 +92,7 @@ struct bm_loader {
 	uint32_t slot_next;		/* where the search for a free slot starts */
 	uint64_t *stale;		/* cgroups whose meters went: their mms are forgotten in one pass */
 	size_t n_stale, cap_stale;
+	uint64_t stale_since_ns;	/* when stale[0] was added */
 	/* a guest of a pinned meter (reuse_dirs): the links held, our ring and its slot */
 	bool guest;
 	char reused[PATH_MAX];
@@ -1280,6 +1281,21 @@ void bm_loader__forget_stale(struct bm_loader *l)
 		l->n_stale = 0;
 }
 
+/*
+ * A pass walks every live mm of every effect: one a tick while 10,000
+ * effects ended was a tenth of the agent's drain. Their mms wait instead,
+ * a second at most, or until STALE_BATCH meters have gone: a pass for each
+ * batch, and the map (65,536 entries) keeps room.
+ */
+#define STALE_BATCH 256
+#define STALE_WAIT_NS BM_NSEC_PER_SEC
+
+void bm_loader__tend_stale(struct bm_loader *l)
+{
+	if (l->n_stale >= STALE_BATCH || (l->n_stale && bm_now_ns() - l->stale_since_ns >= STALE_WAIT_NS))
+		bm_loader__forget_stale(l);
+}
+
 static void drop_mms(struct bm_loader *l, uint64_t cgid)
 {
 	uint64_t *p;
@@ -1296,6 +1312,8 @@ static void drop_mms(struct bm_loader *l, uint64_t cgid)
 			l->cap_stale = l->cap_stale ? 2 * l->cap_stale : 64;
 		}
 	}
+	if (!l->n_stale)
+		l->stale_since_ns = bm_now_ns();
 	l->stale[l->n_stale++] = cgid;
 }
 

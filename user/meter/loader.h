@@ -124,6 +124,8 @@ void bm_loader__claim(struct bm_loader *l, uint32_t slot);
 int bm_loader__del(struct bm_loader *l, const struct bm_cgroup *cg);
 /* Forget the mms of every meter deleted since the last call: one pass over bm_mm. */
 void bm_loader__forget_stale(struct bm_loader *l);
+/* The same, once enough meters went or the first went a second ago: call it at will. */
+void bm_loader__tend_stale(struct bm_loader *l);
 /*
  * Tell the meter that I/O of the v1 blkio cgroup v1_cgid (a hybrid host's
  * twin) is the effect v2_cgid's; v2_cgid 0 forgets it. Returns 0, or
