@@ -319,6 +319,92 @@ static bool warm_init_below(pid_t spawner)
 }
 
 /*
+ * N_REV shims at once, whose commands end in the reverse of their order
+ * (sleep N_REV - i steps): the spawner reaps each by its pidfd as it ends
+ * (no wait for any child, which walks them all), so every end is told
+ * once, after its answer, however the ends and the shims' slots interleave;
+ * and nothing of the spawner's is left a zombie.
+ */
+#define N_REV 24
+
+/* How many processes, zombies too, have parent pid. */
+static int children_of(pid_t parent)
+{
+	char comm[64];
+	struct dirent *de;
+	int n = 0, ppid;
+	DIR *d = opendir("/proc");
+
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] >= '1' && de->d_name[0] <= '9' &&
+		    stat_of(de->d_name, comm, sizeof(comm), &ppid) && ppid == parent)
+			n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void test_spawner_reaps_each_as_it_ends(void **state)
+{
+	char path[128], secs[N_REV + 1][16], *argv[3];
+	int i, n, st, ret, replies = 0, exits = 0, last_end = N_REV + 1, reversed = 0;
+	char comms[256];
+	pid_t pids[4];
+	struct bm_spawner_msg m;
+	struct sfx *f;
+
+	f = fixture(state, "spawner-rev");
+	f->sp = bm_spawner__start(shim_exe[0] ? shim_exe : NULL);
+	if (!f->sp)
+		fail_msg("bm_spawner__start: %s", strerror(errno));
+	for (i = 1; i <= N_REV; i++) {
+		snprintf(secs[i], sizeof(secs[i]), "%.2f", 0.5 + 0.05 * (N_REV - i));
+		argv[0] = "/bin/sleep";
+		argv[1] = secs[i];
+		argv[2] = NULL;
+		status_path(f, i, path, sizeof(path));
+		ret = bm_spawner__send(f->sp, (uint64_t)i, f->cg->dirfd, NULL, 0, argv, NULL, path);
+		if (ret)
+			fail_msg("launch %d: %s", i, strerror(-ret));
+	}
+	while (replies < N_REV || exits < N_REV) {
+		next_msg(f, &m, "an answer or an end", replies + exits);
+		if (!m.exited) {
+			if (m.tag < 1 || m.tag > N_REV || f->shim_id[m.tag] || m.ret || !m.shim_id)
+				fail_msg("answer for tag %llu: unknown, twice or failed (%d)",
+					 (unsigned long long)m.tag, m.ret);
+			f->shim_id[m.tag] = m.shim_id;
+			replies++;
+			continue;
+		}
+		for (i = 1; i <= N_REV && f->shim_id[i] != m.shim_id; i++)
+			;
+		if (!m.shim_id || i > N_REV)
+			fail_msg("shim %llu said to end before its launch was answered", (unsigned long long)m.shim_id);
+		if (f->exited[i])
+			fail_msg("launch %d's shim said to end twice", i);
+		f->exited[i] = true;
+		exits++;
+		reversed += i < last_end;
+		last_end = i;
+	}
+	integ_note("%d of %d ends came after a later launch's", reversed, N_REV);
+	/* the commands' order, give or take the spawner's pace: most ends come last-launched first */
+	assert_true(reversed >= N_REV / 2);
+	for (i = 1; i <= N_REV; i++) {
+		status_path(f, i, path, sizeof(path));
+		ret = bm_effect_shim_status(path, &st);
+		if (ret || !WIFEXITED(st) || WEXITSTATUS(st))
+			fail_msg("launch %d: status file %s, wait status %d", i, ret ? strerror(-ret) : "ok", st);
+	}
+	/* every shim reaped as it ended: below the spawner, its ready shim at most */
+	assert_int_equal(children_of_ours(pids, 4, comms, sizeof(comms)), 1);
+	n = children_of(pids[0]);
+	if (n > 1)
+		fail_msg("%d children of the spawner left after every end was told", n);
+}
+
+/*
  * The agent's clean stop (bm_spawner__free()) leaves nothing of its own
  * behind: the spawner waits for its ready shim, which waits for the init
  * it made ahead. They used to be left to end on their own: killed by the
@@ -366,6 +452,7 @@ int main(void)
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_spawner_never_blocks_the_agent, teardown),
 		cmocka_unit_test_teardown(test_spawner_tells_every_end, teardown),
+		cmocka_unit_test_teardown(test_spawner_reaps_each_as_it_ends, teardown),
 		cmocka_unit_test_teardown(test_spawner_stop_leaves_nothing, teardown),
 	};
 	const char *bin = getenv("BM_BIN") && *getenv("BM_BIN") ? getenv("BM_BIN") : "build/burstmeter";

@@ -6,7 +6,9 @@
  * request's reply (its command started, or why not) goes back when its
  * shim reports, so several launches are under way at a time and the agent
  * waits for none. The spawner reaps its shims and tells the agent which
- * one ended.
+ * one ended: each by its pidfd, as it ends, since a wait for any child
+ * walks every child there is (10,000 shims ending at once took the spawner
+ * two CPU-seconds in wait_consider_task() alone).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -61,11 +64,13 @@ struct sp_rep {
 
 /*
  * The spawner's shims: started (their end is told by id), or handed a
- * request whose report has not come yet (sock >= 0, tag).
+ * request whose report has not come yet (sock >= 0, tag). pidfd, in the
+ * spawner's epoll, says when it ended; -1 (out of fds): a wait for any
+ * child finds it.
  */
 struct sp_shim {
 	pid_t pid;
-	int sock;
+	int sock, pidfd;
 	uint64_t id, tag;
 };
 
@@ -280,13 +285,14 @@ fail:
 }
 
 struct spawner {
-	int sock, sigfd;
+	int sock, sigfd, epfd;
 	const char *exe;		/* what a ready shim execs, NULL: none */
 	int ready_sock;			/* to the ready shim, -1: none */
 	pid_t ready_pid;
 	uint64_t next_id;
 	struct sp_shim *shims;
 	size_t n_shims, cap_shims;
+	size_t n_blind;			/* shims without a pidfd */
 	struct sp_rep *out;		/* said but not yet sent: out[out_head..n_out) */
 	size_t out_head, n_out, cap_out;
 };
@@ -365,7 +371,35 @@ static struct sp_shim *add_shim(struct spawner *sp)
 
 static void drop_shim(struct spawner *sp, struct sp_shim *h)
 {
+	if (h->pidfd >= 0)
+		close(h->pidfd);	/* out of the epoll with it */
+	else
+		sp->n_blind--;
 	*h = sp->shims[--sp->n_shims];
+}
+
+/* Its end, as the epoll's: its pidfd there, by pid. */
+static void watch_shim(struct spawner *sp, struct sp_shim *h)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)h->pid };
+
+	h->pidfd = sp->epfd >= 0 ? (int)syscall(SYS_pidfd_open, h->pid, 0) : -1;
+	if (h->pidfd >= 0 && epoll_ctl(sp->epfd, EPOLL_CTL_ADD, h->pidfd, &ev) < 0) {
+		close(h->pidfd);
+		h->pidfd = -1;
+	}
+	if (h->pidfd < 0)
+		sp->n_blind++;
+}
+
+static struct sp_shim *find_shim(struct spawner *sp, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < sp->n_shims; i++)
+		if (sp->shims[i].pid == pid)
+			return &sp->shims[i];
+	return NULL;
 }
 
 /* What is queued, in order, as far as the socket takes it: 0, or -errno if the agent is gone. */
@@ -427,7 +461,8 @@ static int hand_over(struct spawner *sp, struct sp_req *q, const int *fds, int n
 
 	make_ready(sp);
 	if (sp->ready_sock >= 0 && (h = add_shim(sp))) {
-		*h = (struct sp_shim){ sp->ready_pid, sp->ready_sock, 0, q->tag };
+		*h = (struct sp_shim){ sp->ready_pid, sp->ready_sock, -1, 0, q->tag };
+		watch_shim(sp, h);
 		/* not ready any more: its end is the effect's, to be told (reap()) */
 		sp->ready_sock = -1;
 		sp->ready_pid = 0;
@@ -463,39 +498,74 @@ static int reported(struct spawner *sp, struct sp_shim *h)
 	return tell(sp, &rep);
 }
 
-/* Reap what ended; a shim the agent knows is told (its id). Returns -1 if the agent is gone. */
+/* h was reaped: the agent is told (its id), and it is forgotten. -1 if the agent is gone. */
+static int gone(struct spawner *sp, struct sp_shim *h)
+{
+	struct sp_rep rep = { SP_EXIT, 0, (int32_t)h->pid, 0, 0, 0 };
+
+	/* ended before we read its report (a quick command): the report first */
+	if (h->sock >= 0 && reported(sp, h))
+		return -1;
+	rep.shim_id = h->id;
+	drop_shim(sp, h);
+	return rep.shim_id ? tell(sp, &rep) : 0;
+}
+
+/* The ready shim died waiting (killed from outside): the next request makes another. */
+static void ready_gone(struct spawner *sp)
+{
+	sp->ready_pid = 0;
+	if (sp->ready_sock >= 0)
+		close(sp->ready_sock);
+	sp->ready_sock = -1;
+}
+
+/*
+ * SIGCHLD: the ready shim, by its pid; any other child only while a shim
+ * has no pidfd (the others are reaped by theirs, ended()). Returns -1 if
+ * the agent is gone.
+ */
 static int reap(struct spawner *sp)
 {
-	struct sp_rep rep = { SP_EXIT, 0, 0, 0, 0, 0 };
 	struct signalfd_siginfo si;
 	struct sp_shim *h;
-	size_t i;
 	pid_t pid;
 
 	while (read(sp->sigfd, &si, sizeof(si)) == sizeof(si))
 		;
-	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0) {
+	if (sp->ready_pid > 0 && waitpid(sp->ready_pid, NULL, WNOHANG) == sp->ready_pid)
+		ready_gone(sp);
+	while (sp->n_blind && (pid = waitpid(-1, NULL, WNOHANG)) > 0) {
 		if (pid == sp->ready_pid) {
-			/* died waiting (killed from outside): the next request makes another */
-			sp->ready_pid = 0;
-			if (sp->ready_sock >= 0)
-				close(sp->ready_sock);
-			sp->ready_sock = -1;
+			ready_gone(sp);
 			continue;
 		}
-		for (i = 0; i < sp->n_shims && sp->shims[i].pid != pid; i++)
-			;
-		if (i == sp->n_shims)
-			continue;
-		h = &sp->shims[i];
-		/* ended before we read its report (a quick command): the report first */
-		if (h->sock >= 0 && reported(sp, h))
+		h = find_shim(sp, pid);
+		if (h && gone(sp, h))
 			return -1;
-		rep.shim_pid = pid;
-		rep.shim_id = h->id;
-		drop_shim(sp, h);
-		if (rep.shim_id && tell(sp, &rep))
-			return -1;
+	}
+	return 0;
+}
+
+/* The shims whose pidfds say they ended: each reaped alone. Returns -1 if the agent is gone. */
+static int ended(struct spawner *sp)
+{
+	struct epoll_event ev[64];
+	struct sp_shim *h;
+	siginfo_t si;
+	int n, i;
+
+	while ((n = epoll_wait(sp->epfd, ev, BM_ARRAY_SIZE(ev), 0)) > 0) {
+		for (i = 0; i < n; i++) {
+			h = find_shim(sp, (pid_t)ev[i].data.u64);
+			si.si_pid = 0;
+			if (!h || waitid(P_PIDFD, (id_t)h->pidfd, &si, WEXITED | WNOHANG) < 0 || !si.si_pid)
+				continue;
+			if (gone(sp, h))
+				return -1;
+		}
+		if (n < (int)BM_ARRAY_SIZE(ev))
+			break;
 	}
 	return 0;
 }
@@ -518,6 +588,7 @@ static void __attribute__((noreturn)) leave(struct spawner *sp)
 static void __attribute__((noreturn)) serve(int sock, pid_t agent, const char *exe)
 {
 	struct spawner sp = { .sock = sock, .exe = exe, .ready_sock = -1 };
+	enum { P_AGENT, P_SIG, P_ENDS, P_SHIMS };
 	struct pollfd *pfd = NULL;
 	size_t n_pfd = 0, i, k;
 	struct sp_req q;
@@ -544,29 +615,32 @@ static void __attribute__((noreturn)) serve(int sock, pid_t agent, const char *e
 	sp.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sp.sigfd < 0)
 		_exit(1);
+	/* none: every shim is found by a wait for any child, as if out of fds */
+	sp.epfd = epoll_create1(EPOLL_CLOEXEC);
 	for (;;) {
-		/* the agent, SIGCHLD, and every shim whose report is due */
-		if (n_pfd < 2 + sp.n_shims) {
+		/* the agent, SIGCHLD, the shims' ends, and every shim whose report is due */
+		if (n_pfd < P_SHIMS + sp.n_shims) {
 			free(pfd);
-			n_pfd = 2 + sp.cap_shims;
+			n_pfd = P_SHIMS + sp.cap_shims;
 			pfd = calloc(n_pfd, sizeof(*pfd));
 			if (!pfd)
 				_exit(1);
 		}
-		pfd[0] = (struct pollfd){ .fd = sock, .events = POLLIN | (sp.out_head < sp.n_out ? POLLOUT : 0) };
-		pfd[1] = (struct pollfd){ .fd = sp.sigfd, .events = POLLIN };
-		for (i = 0, k = 2; i < sp.n_shims; i++)
+		pfd[P_AGENT] = (struct pollfd){ .fd = sock, .events = POLLIN | (sp.out_head < sp.n_out ? POLLOUT : 0) };
+		pfd[P_SIG] = (struct pollfd){ .fd = sp.sigfd, .events = POLLIN };
+		pfd[P_ENDS] = (struct pollfd){ .fd = sp.epfd, .events = POLLIN };
+		for (i = 0, k = P_SHIMS; i < sp.n_shims; i++)
 			if (sp.shims[i].sock >= 0)
 				pfd[k++] = (struct pollfd){ .fd = sp.shims[i].sock, .events = POLLIN };
 		/*
 		 * The next shim, while nobody waits for us: not while a handed-over
 		 * shim's report is due, which would wait behind the spawn (~3 ms here).
 		 */
-		if (k == 2)
+		if (k == P_SHIMS)
 			make_ready(&sp);
 		if (poll(pfd, k, -1) < 0 && errno != EINTR)
 			_exit(1);
-		for (i = 2; i < k; i++) {
+		for (i = P_SHIMS; i < k; i++) {
 			if (!pfd[i].revents)
 				continue;
 			for (j = 0; j < (int)sp.n_shims && sp.shims[j].sock != pfd[i].fd; j++)
@@ -574,11 +648,13 @@ static void __attribute__((noreturn)) serve(int sock, pid_t agent, const char *e
 			if (j < (int)sp.n_shims && reported(&sp, &sp.shims[j]))
 				leave(&sp);
 		}
-		if (pfd[1].revents && reap(&sp))
+		if (pfd[P_ENDS].revents && ended(&sp))
 			leave(&sp);
-		if ((pfd[0].revents & POLLOUT) && flush(&sp))
+		if (pfd[P_SIG].revents && reap(&sp))
 			leave(&sp);
-		if (!(pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
+		if ((pfd[P_AGENT].revents & POLLOUT) && flush(&sp))
+			leave(&sp);
+		if (!(pfd[P_AGENT].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
 		n = recv_fds(sock, &q, sizeof(q), fds, &nfds);
 		if (n == 0 || (n < 0 && n != -EMSGSIZE))
