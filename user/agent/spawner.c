@@ -12,16 +12,17 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <linux/sched.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -286,6 +287,7 @@ fail:
 
 struct spawner {
 	int sock, sigfd, epfd;
+	int null_fd, slot;		/* /dev/null twice, low: slot takes a ready shim's socket (spawn_ready()) */
 	const char *exe;		/* what a ready shim execs, NULL: none */
 	int ready_sock;			/* to the ready shim, -1: none */
 	pid_t ready_pid;
@@ -301,32 +303,52 @@ struct spawner {
  * The ready shim as a fresh image: a fork's anonymous memory stays tied to
  * ours (anon_vma), so thousands of shims forked from one spawner made every
  * rmap walk of its pages (reclaim, DAMON) and every later fork visit
- * thousands of mappings. posix_spawn() shares our memory until the exec
- * (vfork), so no page table is copied either. Every fd of ours is CLOEXEC;
- * its socket becomes BM_SHIM_READY_FD.
+ * thousands of mappings. The child shares our memory until the exec
+ * (vfork), so no page table is copied either; and our fd table, of which
+ * it keeps a copy of the first fds only, up to the slot its socket is put
+ * in: we hold a pidfd for each shim (reap()), and a copy of all of them at
+ * each spawn, closed again by the exec, made the 10,000th launch 10,000
+ * times dearer than the first (posix_spawn(): dup_fd(), then
+ * do_close_on_exec(), a third of the spawner's CPU while effects piled up).
  */
+struct sp_spawn {
+	const char *exe;
+	int slot;
+};
+
+static int ready_child(void *arg)
+{
+	const struct sp_spawn *w = arg;
+	char *argv[] = { BM_SHIM_ARGV0, "--ready", NULL };
+	sigset_t none;
+
+	/* fds 0..slot our own, the rest never copied: only the CLOEXEC among those close at the exec */
+	if (syscall(SYS_close_range, w->slot + 1, ~0U, CLOSE_RANGE_UNSHARE) < 0)
+		_exit(127);
+	if (w->slot == BM_SHIM_READY_FD ? fcntl(w->slot, F_SETFD, 0) < 0 : dup2(w->slot, BM_SHIM_READY_FD) < 0)
+		_exit(127);
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	execve(w->exe, argv, environ);
+	_exit(127);
+}
+
 static pid_t spawn_ready(struct spawner *sp, int sock)
 {
-	char *argv[] = { BM_SHIM_ARGV0, "--ready", NULL };
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t none;
-	pid_t pid = -1;
-	int err;
+	static char stack[16384] __attribute__((aligned(16)));
+	struct sp_spawn w = { sp->exe, sp->slot };
+	int status;
+	pid_t pid;
 
-	if (posix_spawn_file_actions_init(&fa))
+	if (sp->slot < 0 || dup3(sock, sp->slot, O_CLOEXEC) < 0)
 		return -1;
-	if (posix_spawnattr_init(&at)) {
-		posix_spawn_file_actions_destroy(&fa);
+	/* we wait until it has exec'd (or died trying): its stack is ours till then */
+	pid = clone(ready_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | CLONE_FILES | SIGCHLD, &w);
+	(void)dup3(sp->null_fd, sp->slot, O_CLOEXEC);
+	/* an exec that failed: reaped here, and the caller forks instead */
+	if (pid > 0 && waitpid(pid, &status, WNOHANG) == pid)
 		return -1;
-	}
-	sigemptyset(&none);
-	err = posix_spawn_file_actions_adddup2(&fa, sock, BM_SHIM_READY_FD) ||
-	      posix_spawnattr_setsigmask(&at, &none) || posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK) ||
-	      posix_spawn(&pid, sp->exe, &fa, &at, argv, environ);
-	posix_spawnattr_destroy(&at);
-	posix_spawn_file_actions_destroy(&fa);
-	return err ? -1 : pid;
+	return pid;
 }
 
 /* Make the next ready shim, if there is none. On failure the next request tries again. */
@@ -617,6 +639,9 @@ static void __attribute__((noreturn)) serve(int sock, pid_t agent, const char *e
 		_exit(1);
 	/* none: every shim is found by a wait for any child, as if out of fds */
 	sp.epfd = epoll_create1(EPOLL_CLOEXEC);
+	/* opened before any shim's pidfd: the lowest free, so a spawn copies few fds */
+	sp.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	sp.slot = sp.null_fd >= 0 ? fcntl(sp.null_fd, F_DUPFD_CLOEXEC, 0) : -1;
 	for (;;) {
 		/* the agent, SIGCHLD, the shims' ends, and every shim whose report is due */
 		if (n_pfd < P_SHIMS + sp.n_shims) {
