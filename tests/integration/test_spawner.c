@@ -119,7 +119,7 @@ static struct sfx *fixture(void **state, const char *suffix)
  * with a burst of POSTs does, while the first shims already end. Every send
  * must go through (the spawner keeps reading while its own messages wait),
  * then every launch is answered once, started, and said to end once, after
- * its answer, with exit status 0 in its status file.
+ * its answer, with exit status 0 told (on the cgroup they share here).
  */
 static void test_spawner_never_blocks_the_agent(void **state)
 {
@@ -129,6 +129,7 @@ static void test_spawner_never_blocks_the_agent(void **state)
 	struct bm_spawner_msg m;
 	struct pollfd pfd;
 	struct sfx *f;
+	bool on_cg;
 
 	f = fixture(state, "spawner");
 	f->sp = bm_spawner__start(NULL);
@@ -180,7 +181,7 @@ static void test_spawner_never_blocks_the_agent(void **state)
 	}
 	for (i = 1; i <= N_LAUNCH; i++) {
 		status_path(f, i, path, sizeof(path));
-		ret = bm_effect_shim_status(path, &st);
+		ret = bm_effect_shim_status(f->cg->dirfd, path, &st, &on_cg);
 		if (ret || st)
 			fail_msg("launch %d: status file %s, wait status %d", i, ret ? strerror(-ret) : "ok",
 				 ret ? -1 : st);
@@ -348,6 +349,7 @@ static void test_spawner_reaps_each_as_it_ends(void **state)
 {
 	char path[128], secs[N_REV + 1][16], *argv[3];
 	int i, n, st, ret, replies = 0, exits = 0, last_end = N_REV + 1, reversed = 0;
+	bool on_cg;
 	char comms[256];
 	pid_t pids[4];
 	struct bm_spawner_msg m;
@@ -393,9 +395,12 @@ static void test_spawner_reaps_each_as_it_ends(void **state)
 	assert_true(reversed >= N_REV / 2);
 	for (i = 1; i <= N_REV; i++) {
 		status_path(f, i, path, sizeof(path));
-		ret = bm_effect_shim_status(path, &st);
+		ret = bm_effect_shim_status(f->cg->dirfd, path, &st, &on_cg);
 		if (ret || !WIFEXITED(st) || WEXITSTATUS(st))
-			fail_msg("launch %d: status file %s, wait status %d", i, ret ? strerror(-ret) : "ok", st);
+			fail_msg("launch %d: status %s, wait status %d", i, ret ? strerror(-ret) : "ok", st);
+		/* on the cgroup (theirs is one here: the last told), not in a file of a shared directory */
+		if (!on_cg)
+			fail_msg("launch %d: its status was told in a file, not on its cgroup", i);
 	}
 	/* every shim reaped as it ended: below the spawner, its ready shim at most */
 	assert_int_equal(children_of_ours(pids, 4, comms, sizeof(comms)), 1);

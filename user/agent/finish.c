@@ -133,7 +133,8 @@ static void forget_status(struct ag_effect *e)
 {
 	char pid_file[PATH_MAX + 8];
 
-	if (!e->status_path)
+	/* told on its cgroup, as its pid was: no file to remove (an unlink locks the directory) */
+	if (!e->status_path || e->status_on_cgroup)
 		return;
 	snprintf(pid_file, sizeof(pid_file), "%s" BM_SHIM_PID_SUFFIX, e->status_path);
 	(void)unlink(pid_file);

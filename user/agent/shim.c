@@ -29,7 +29,8 @@ void ag_shim_ended(struct bm_agent *a, struct ag_effect *e)
 		e->exit_wait_ns = bm_now_ns() + AG_EXIT_WAIT_NS;
 		return;
 	}
-	if (!e->status_path || bm_effect_shim_status(e->status_path, &status))
+	if (!e->status_path ||
+	    bm_effect_shim_status(e->sup.cg ? e->sup.cg->dirfd : -1, e->status_path, &status, &e->status_on_cgroup))
 		status = -1;
 	bm_sup__exited(&e->sup, status);
 }

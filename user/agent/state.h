@@ -77,6 +77,7 @@ struct ag_effect {
 	/* its place + 1 in a->queue, a->heap and a->awake (0: not there) */
 	unsigned int queue_i, heap_i, awake_i;
 	char *status_path;		/* its shim's status file, owned (NULL: none, an attach) */
+	bool status_on_cgroup;		/* its shim told its status on its cgroup: no files to remove */
 	bool started;
 	uint64_t egress_cgid;		/* its allow-list is in the egress filter (0: none) */
 	uint64_t exit_wait_ns;		/* attached: the process is gone, its status may still come; or

@@ -182,7 +182,13 @@ void bm_effect_shim_ready(void);
 #define BM_SHIM_XATTR "trusted.burstmeter.shim"
 #define BM_SHIM_PID_SUFFIX ".pid"
 int bm_effect_shim_pid(const char *cgroup, const char *status_path, pid_t *pid, uint64_t *start);
-/* Read a shim's status file: 0 and *wait_status, or -errno. */
-int bm_effect_shim_status(const char *status_path, int *wait_status);
+/*
+ * The command's wait status ("W <status>"), told by its shim as it ends: as
+ * an xattr of the effect's cgroup, or where that fails in its status file.
+ * bm_effect_shim_status() reads either (cgroup_fd: the effect's cgroup
+ * directory, or -1); *on_cgroup says which it was. 0 and *wait_status, or -errno.
+ */
+#define BM_SHIM_XATTR_STATUS "trusted.burstmeter.status"
+int bm_effect_shim_status(int cgroup_fd, const char *status_path, int *wait_status, bool *on_cgroup);
 
 #endif /* BM_EXEC_H */
