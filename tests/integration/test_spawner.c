@@ -410,6 +410,35 @@ static void test_spawner_reaps_each_as_it_ends(void **state)
 }
 
 /*
+ * A ready shim that cannot be exec'd (its binary gone since the agent
+ * started): the spawner sees the child's error, reaps it, and forks the
+ * ready shim instead; the launch is answered and ends as any other.
+ */
+static void test_spawner_exec_fails_forks(void **state)
+{
+	char *argv[] = { "/bin/true", NULL }, path[128];
+	struct bm_spawner_msg m;
+	struct sfx *f;
+	int ret;
+
+	f = fixture(state, "spawner-noexe");
+	f->sp = bm_spawner__start("/nonexistent/bm-shim");
+	if (!f->sp)
+		fail_msg("bm_spawner__start: %s", strerror(errno));
+	status_path(f, 1, path, sizeof(path));
+	ret = bm_spawner__send(f->sp, 1, f->cg->dirfd, NULL, 0, argv, NULL, path);
+	if (ret)
+		fail_msg("launch: %s", strerror(-ret));
+	next_msg(f, &m, "its start", 1);
+	if (m.exited || m.tag != 1 || m.ret || !m.shim_id)
+		fail_msg("first word %s, tag %llu, ret %d", m.exited ? "an end" : "an answer",
+			 (unsigned long long)m.tag, m.ret);
+	f->shim_id[1] = m.shim_id;
+	next_msg(f, &m, "its shim's end", 1);
+	assert_true(m.exited && m.shim_id == f->shim_id[1]);
+}
+
+/*
  * The agent's clean stop (bm_spawner__free()) leaves nothing of its own
  * behind: the spawner waits for its ready shim, which waits for the init
  * it made ahead. They used to be left to end on their own: killed by the
@@ -458,6 +487,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_spawner_never_blocks_the_agent, teardown),
 		cmocka_unit_test_teardown(test_spawner_tells_every_end, teardown),
 		cmocka_unit_test_teardown(test_spawner_reaps_each_as_it_ends, teardown),
+		cmocka_unit_test_teardown(test_spawner_exec_fails_forks, teardown),
 		cmocka_unit_test_teardown(test_spawner_stop_leaves_nothing, teardown),
 	};
 	const char *bin = getenv("BM_BIN") && *getenv("BM_BIN") ? getenv("BM_BIN") : "build/burstmeter";

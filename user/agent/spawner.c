@@ -314,40 +314,45 @@ struct spawner {
 struct sp_spawn {
 	const char *exe;
 	int slot;
+	int err;	/* the child's, if it could not exec: ours to read once clone() returns */
 };
 
 static int ready_child(void *arg)
 {
-	const struct sp_spawn *w = arg;
+	struct sp_spawn *w = arg;
 	char *argv[] = { BM_SHIM_ARGV0, "--ready", NULL };
 	sigset_t none;
 
 	/* fds 0..slot our own, the rest never copied: only the CLOEXEC among those close at the exec */
-	if (syscall(SYS_close_range, w->slot + 1, ~0U, CLOSE_RANGE_UNSHARE) < 0)
+	if (syscall(SYS_close_range, w->slot + 1, ~0U, CLOSE_RANGE_UNSHARE) < 0 ||
+	    (w->slot == BM_SHIM_READY_FD ? fcntl(w->slot, F_SETFD, 0) : dup2(w->slot, BM_SHIM_READY_FD)) < 0) {
+		w->err = errno;
 		_exit(127);
-	if (w->slot == BM_SHIM_READY_FD ? fcntl(w->slot, F_SETFD, 0) < 0 : dup2(w->slot, BM_SHIM_READY_FD) < 0)
-		_exit(127);
+	}
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 	execve(w->exe, argv, environ);
+	w->err = errno;
 	_exit(127);
 }
 
 static pid_t spawn_ready(struct spawner *sp, int sock)
 {
-	static char stack[16384] __attribute__((aligned(16)));
-	struct sp_spawn w = { sp->exe, sp->slot };
-	int status;
+	static char stack[64 << 10] __attribute__((aligned(16)));
+	struct sp_spawn w = { sp->exe, sp->slot, 0 };
 	pid_t pid;
 
 	if (sp->slot < 0 || dup3(sock, sp->slot, O_CLOEXEC) < 0)
 		return -1;
-	/* we wait until it has exec'd (or died trying): its stack is ours till then */
+	/* back once it has exec'd or died trying (vfork): its stack and w are ours again */
 	pid = clone(ready_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | CLONE_FILES | SIGCHLD, &w);
 	(void)dup3(sp->null_fd, sp->slot, O_CLOEXEC);
-	/* an exec that failed: reaped here, and the caller forks instead */
-	if (pid > 0 && waitpid(pid, &status, WNOHANG) == pid)
+	if (pid > 0 && w.err) {
+		/* it could not exec (an old kernel, a binary gone): reaped, and the caller forks instead */
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
 		return -1;
+	}
 	return pid;
 }
 
