@@ -123,9 +123,11 @@ static void test_run_cpu_ceiling_confines(void **state)
 	snprintf(one, sizeof(one), "%.*s", (int)strcspn(cpus, " "), cpus);
 	/*
 	 * One CPU's windows, as the meter splits them at switches and ticks: 1.002
-	 * here, 1.035 in the emulated 6.1 VM. The quota alone gives ~1.99.
+	 * here, 1.035 in the emulated 6.1 VM, and once 1.112 there (CI of
+	 * 2026-12-07: its ticks come late on a slow host). The quota alone gives
+	 * ~1.99, so 1.2 still tells one CPU from two.
 	 */
-	assert_true(jnum(r->o, "peak.cpu_cores") <= 1.10);
+	assert_true(jnum(r->o, "peak.cpu_cores") <= 1.2);
 	assert_between(jnum(r->o, "totals.cpu_seconds"), 1.2, 1.2 * 1.25);
 	assert_true(jnum(r->o, "wall_seconds") >= 1.15);
 	assert_clean(f);
