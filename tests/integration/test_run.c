@@ -173,8 +173,9 @@ static void test_run_sleeper(void **state)
 		/* start and exit each span at most two windows, or as many as their CPU fills */
 		if (retry_busy(attempt, "windows with CPU", (double)hist_nonzero(r->o, "cpu_cores"), 1,
 			       4 + 2 * floor(integ_startup_cpu_s() / 0.010) * (getenv("BM_VM") != NULL)) ||
+		    /* the emulated 6.1 VM on a slow host: 6-9 ms over three runs (2026-12-07) */
 		    retry_busy(attempt, "totals.runq_delay_seconds",
-			       jnum(r->o, "totals.runq_delay_seconds"), 0, 0.005))
+			       jnum(r->o, "totals.runq_delay_seconds"), 0, getenv("BM_VM") ? 0.015 : 0.005))
 			continue;
 		break;
 	}
