@@ -114,6 +114,21 @@ static struct sfx *fixture(void **state, const char *suffix)
 	return f;
 }
 
+/* An end m of one of launches 1..n: marked once, after its answer; its launch. */
+static int mark_end(struct sfx *f, const struct bm_spawner_msg *m, int n)
+{
+	int i;
+
+	for (i = 1; i <= n && f->shim_id[i] != m->shim_id; i++)
+		;
+	if (!m->shim_id || i > n)
+		fail_msg("shim %llu said to end before its launch was answered", (unsigned long long)m->shim_id);
+	if (f->exited[i])
+		fail_msg("launch %d's shim said to end twice", i);
+	f->exited[i] = true;
+	return i;
+}
+
 /*
  * N_LAUNCH launches sent before a single message is read, as an agent busy
  * with a burst of POSTs does, while the first shims already end. Every send
@@ -160,14 +175,7 @@ static void test_spawner_never_blocks_the_agent(void **state)
 			continue;
 		}
 		if (m.exited) {
-			for (i = 1; i <= N_LAUNCH && f->shim_id[i] != m.shim_id; i++)
-				;
-			if (!m.shim_id || i > N_LAUNCH)
-				fail_msg("shim %llu said to end before its launch was answered",
-					 (unsigned long long)m.shim_id);
-			if (f->exited[i])
-				fail_msg("launch %d's shim said to end twice", i);
-			f->exited[i] = true;
+			mark_end(f, &m, N_LAUNCH);
 			exits++;
 			continue;
 		}
@@ -202,6 +210,30 @@ static void next_msg(struct sfx *f, struct bm_spawner_msg *m, const char *what, 
 		fail_msg("launch %d: the spawner is gone (%s)", i, strerror(-ret));
 }
 
+/* Launch i of argv, then its answer and its end, in that order. */
+static void launch_one(struct sfx *f, int i, char *argv[])
+{
+	struct bm_spawner_msg m;
+	char path[128];
+	int ret;
+
+	status_path(f, i, path, sizeof(path));
+	ret = bm_spawner__send(f->sp, (uint64_t)i, f->cg->dirfd, NULL, 0, argv, NULL, path);
+	if (ret)
+		fail_msg("launch %d: %s", i, strerror(-ret));
+	next_msg(f, &m, "its start", i);
+	if (m.exited || m.tag != (uint64_t)i || m.ret || !m.shim_id)
+		fail_msg("launch %d: first word %s, tag %llu, ret %d, shim id %llu", i,
+			 m.exited ? "an end" : "an answer", (unsigned long long)m.tag, m.ret,
+			 (unsigned long long)m.shim_id);
+	f->shim_id[i] = m.shim_id;
+	next_msg(f, &m, "its shim's end", i);
+	if (!m.exited || m.shim_id != f->shim_id[i])
+		fail_msg("launch %d: second word %s for shim %llu, not the end of shim %llu", i,
+			 m.exited ? "an end" : "an answer", (unsigned long long)m.shim_id,
+			 (unsigned long long)f->shim_id[i]);
+}
+
 /*
  * One launch of /bin/true at a time, each answered and then said to end
  * before the next. A shim whose command ends at once can end before the
@@ -211,11 +243,10 @@ static void next_msg(struct sfx *f, struct bm_spawner_msg *m, const char *what, 
  */
 static void test_spawner_tells_every_end(void **state)
 {
-	char *argv[] = { "/bin/true", NULL }, path[128];
-	struct bm_spawner_msg m;
+	char *argv[] = { "/bin/true", NULL };
 	cpu_set_t one, all;
 	struct sfx *f;
-	int i, ret, err;
+	int i, err;
 
 	f = fixture(state, "spawner-seq");
 	/*
@@ -231,23 +262,8 @@ static void test_spawner_tells_every_end(void **state)
 	sched_setaffinity(0, sizeof(all), &all);
 	if (!f->sp)
 		fail_msg("bm_spawner__start: %s", strerror(err));
-	for (i = 1; i <= N_SEQ; i++) {
-		status_path(f, i, path, sizeof(path));
-		ret = bm_spawner__send(f->sp, (uint64_t)i, f->cg->dirfd, NULL, 0, argv, NULL, path);
-		if (ret)
-			fail_msg("launch %d: %s", i, strerror(-ret));
-		next_msg(f, &m, "its start", i);
-		if (m.exited || m.tag != (uint64_t)i || m.ret || !m.shim_id)
-			fail_msg("launch %d: first word %s, tag %llu, ret %d, shim id %llu", i,
-				 m.exited ? "an end" : "an answer", (unsigned long long)m.tag, m.ret,
-				 (unsigned long long)m.shim_id);
-		f->shim_id[i] = m.shim_id;
-		next_msg(f, &m, "its shim's end", i);
-		if (!m.exited || m.shim_id != f->shim_id[i])
-			fail_msg("launch %d: second word %s for shim %llu, not the end of shim %llu", i,
-				 m.exited ? "an end" : "an answer", (unsigned long long)m.shim_id,
-				 (unsigned long long)f->shim_id[i]);
-	}
+	for (i = 1; i <= N_SEQ; i++)
+		launch_one(f, i, argv);
 }
 
 /* /proc/PID/stat's comm and ppid; false if it is gone. */
@@ -273,8 +289,8 @@ static bool stat_of(const char *pid, char *comm, size_t len, int *ppid)
 	return true;
 }
 
-/* Our children, zombies too (pids into pids, at most n; their names into comms). */
-static int children_of_ours(pid_t *pids, int n, char *comms, size_t len)
+/* parent's children, zombies too (pids into pids, at most n; their names into comms). */
+static int children_of(pid_t parent, pid_t *pids, int n, char *comms, size_t len)
 {
 	char comm[64];
 	struct dirent *de;
@@ -285,7 +301,7 @@ static int children_of_ours(pid_t *pids, int n, char *comms, size_t len)
 	comms[0] = '\0';
 	while (d && (de = readdir(d))) {
 		if (de->d_name[0] < '1' || de->d_name[0] > '9' || !stat_of(de->d_name, comm, sizeof(comm), &ppid) ||
-		    ppid != getpid())
+		    ppid != parent)
 			continue;
 		if (found < n)
 			pids[found] = atoi(de->d_name);
@@ -296,6 +312,11 @@ static int children_of_ours(pid_t *pids, int n, char *comms, size_t len)
 	if (d)
 		closedir(d);
 	return found;
+}
+
+static int children_of_ours(pid_t *pids, int n, char *comms, size_t len)
+{
+	return children_of(getpid(), pids, n, comms, len);
 }
 
 /* Is there a bm-init whose parent's parent is spawner (the ready shim's warm init)? */
@@ -327,23 +348,6 @@ static bool warm_init_below(pid_t spawner)
  * and nothing of the spawner's is left a zombie.
  */
 #define N_REV 24
-
-/* How many processes, zombies too, have parent pid. */
-static int children_of(pid_t parent)
-{
-	char comm[64];
-	struct dirent *de;
-	int n = 0, ppid;
-	DIR *d = opendir("/proc");
-
-	while (d && (de = readdir(d)))
-		if (de->d_name[0] >= '1' && de->d_name[0] <= '9' &&
-		    stat_of(de->d_name, comm, sizeof(comm), &ppid) && ppid == parent)
-			n++;
-	if (d)
-		closedir(d);
-	return n;
-}
 
 static void test_spawner_reaps_each_as_it_ends(void **state)
 {
@@ -379,13 +383,7 @@ static void test_spawner_reaps_each_as_it_ends(void **state)
 			replies++;
 			continue;
 		}
-		for (i = 1; i <= N_REV && f->shim_id[i] != m.shim_id; i++)
-			;
-		if (!m.shim_id || i > N_REV)
-			fail_msg("shim %llu said to end before its launch was answered", (unsigned long long)m.shim_id);
-		if (f->exited[i])
-			fail_msg("launch %d's shim said to end twice", i);
-		f->exited[i] = true;
+		i = mark_end(f, &m, N_REV);
 		exits++;
 		reversed += i < last_end;
 		last_end = i;
@@ -404,7 +402,7 @@ static void test_spawner_reaps_each_as_it_ends(void **state)
 	}
 	/* every shim reaped as it ended: below the spawner, its ready shim at most */
 	assert_int_equal(children_of_ours(pids, 4, comms, sizeof(comms)), 1);
-	n = children_of(pids[0]);
+	n = children_of(pids[0], pids + 1, 3, comms, sizeof(comms));
 	if (n > 1)
 		fail_msg("%d children of the spawner left after every end was told", n);
 }
@@ -416,26 +414,14 @@ static void test_spawner_reaps_each_as_it_ends(void **state)
  */
 static void test_spawner_exec_fails_forks(void **state)
 {
-	char *argv[] = { "/bin/true", NULL }, path[128];
-	struct bm_spawner_msg m;
+	char *argv[] = { "/bin/true", NULL };
 	struct sfx *f;
-	int ret;
 
 	f = fixture(state, "spawner-noexe");
 	f->sp = bm_spawner__start("/nonexistent/bm-shim");
 	if (!f->sp)
 		fail_msg("bm_spawner__start: %s", strerror(errno));
-	status_path(f, 1, path, sizeof(path));
-	ret = bm_spawner__send(f->sp, 1, f->cg->dirfd, NULL, 0, argv, NULL, path);
-	if (ret)
-		fail_msg("launch: %s", strerror(-ret));
-	next_msg(f, &m, "its start", 1);
-	if (m.exited || m.tag != 1 || m.ret || !m.shim_id)
-		fail_msg("first word %s, tag %llu, ret %d", m.exited ? "an end" : "an answer",
-			 (unsigned long long)m.tag, m.ret);
-	f->shim_id[1] = m.shim_id;
-	next_msg(f, &m, "its shim's end", 1);
-	assert_true(m.exited && m.shim_id == f->shim_id[1]);
+	launch_one(f, 1, argv);
 }
 
 /*

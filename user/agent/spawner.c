@@ -306,7 +306,7 @@ struct spawner {
  * thousands of mappings. The child shares our memory until the exec
  * (vfork), so no page table is copied either; and our fd table, of which
  * it keeps a copy of the first fds only, up to the slot its socket is put
- * in: we hold a pidfd for each shim (reap()), and a copy of all of them at
+ * in: we hold a pidfd for each shim (ended()), and a copy of all of them at
  * each spawn, closed again by the exec, made the 10,000th launch 10,000
  * times dearer than the first (posix_spawn(): dup_fd(), then
  * do_close_on_exec(), a third of the spawner's CPU while effects piled up).
@@ -490,7 +490,7 @@ static int hand_over(struct spawner *sp, struct sp_req *q, const int *fds, int n
 	if (sp->ready_sock >= 0 && (h = add_shim(sp))) {
 		*h = (struct sp_shim){ sp->ready_pid, sp->ready_sock, -1, 0, q->tag };
 		watch_shim(sp, h);
-		/* not ready any more: its end is the effect's, to be told (reap()) */
+		/* not ready any more: its end is the effect's, to be told (ended(), reap()) */
 		sp->ready_sock = -1;
 		sp->ready_pid = 0;
 		/* a shim that died waiting: its report reads as EOF, and says so */

@@ -1283,9 +1283,9 @@ void bm_loader__forget_stale(struct bm_loader *l)
 
 /*
  * A pass walks every live mm of every effect: one a tick while 10,000
- * effects ended was 5 % of the agent's CPU in the drain. Their mms wait instead,
- * a second at most, or until STALE_BATCH meters have gone: a pass for each
- * batch, and the map (65,536 entries) keeps room.
+ * effects ended was 5 % of the agent's CPU in the drain. Their mms wait
+ * instead, a second at most, or until STALE_BATCH meters have gone: a pass
+ * for each batch, and the map (65,536 entries) keeps room.
  */
 #define STALE_BATCH 256
 #define STALE_WAIT_NS BM_NSEC_PER_SEC
