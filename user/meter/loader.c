@@ -537,7 +537,8 @@ static int load_objects(struct bm_loader *l)
  * lose nothing by sharing it.
  */
 #define LOAD_HEAP (64UL << 20)
-#define LOAD_MMAP_MIN (32 << 20)	/* glibc's most on 64-bit; vmlinux BTF is below it */
+#define LOAD_MMAP_THRESHOLD (32 << 20)	/* glibc's most on 64-bit; vmlinux BTF is below it */
+#define MALLOC_DEFAULT (128 << 10)	/* mallopt(3): the three thresholds' defaults */
 #define HUGE_PAGE (2UL << 20)
 
 static void heap_for_load(void)
@@ -545,12 +546,12 @@ static void heap_for_load(void)
 	uintptr_t lo, hi;
 	void *p;
 
-	if (!mallopt(M_MMAP_THRESHOLD, LOAD_MMAP_MIN) || !mallopt(M_TOP_PAD, LOAD_HEAP))
+	if (!mallopt(M_MMAP_THRESHOLD, LOAD_MMAP_THRESHOLD) || !mallopt(M_TOP_PAD, LOAD_HEAP))
 		return;
 	(void)mallopt(M_TRIM_THRESHOLD, 2 * LOAD_HEAP);
 	(void)mallopt(M_ARENA_MAX, 1);
 	/* a block from the heap grows it by itself and LOAD_HEAP, all untouched */
-	p = malloc(LOAD_MMAP_MIN / 2);
+	p = malloc(LOAD_MMAP_THRESHOLD / 2);
 	lo = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
 	hi = (uintptr_t)sbrk(0) & ~(HUGE_PAGE - 1);
 	if (p && hi > lo)
@@ -560,10 +561,10 @@ static void heap_for_load(void)
 
 static void heap_after_load(void)
 {
-	/* glibc's defaults (mallopt(3)); a fixed mmap threshold from now on */
-	(void)mallopt(M_MMAP_THRESHOLD, 128 << 10);
-	(void)mallopt(M_TOP_PAD, 128 << 10);
-	(void)mallopt(M_TRIM_THRESHOLD, 128 << 10);
+	/* a fixed mmap threshold from now on: glibc's adjusts itself only until one is set */
+	(void)mallopt(M_MMAP_THRESHOLD, MALLOC_DEFAULT);
+	(void)mallopt(M_TOP_PAD, MALLOC_DEFAULT);
+	(void)mallopt(M_TRIM_THRESHOLD, MALLOC_DEFAULT);
 	(void)malloc_trim(0);
 }
 
