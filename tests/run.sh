@@ -20,6 +20,17 @@ shift
 suites=${*:-unit san podspec fuzz integration harness deploy vm}
 failed=0
 summary=""
+# what failed, again after the summary: a log's tail is often all that is kept of it
+failures=""
+
+# failed_lines LABEL: each "not ok" line on stdin and the diagnostics after it (6 at most),
+# and the last 8 lines a script quotes of a failed command's stderr ("#   stderr: ...")
+failed_lines() {
+	awk -v l="$1" '/^not ok / && !/# SKIP/ { d = 6; print "  [" l "] " $0; next }
+		d > 0 && /^#/ { d--; print "  [" l "]   " substr($0, 1, 300); next } { d = 0 }
+		/^#   stderr: / { e[n++ % 8] = substr($0, 1, 300) }
+		END { for (i = (n > 8 ? n - 8 : 0); i < n; i++) print "  [" l "] " e[i % 8] }'
+}
 # the integration tests run what this build made, not build/'s (make test O=...)
 BM_BIN=${BM_BIN:-$O/burstmeter} BM_WORKLOADS=${BM_WORKLOADS:-$O/workloads}
 export BM_BIN BM_WORKLOADS
@@ -53,6 +64,8 @@ run_dir() {
 		f=$(printf '%s\n' "$out" | grep -c '^not ok [0-9]* -')
 		s=$(printf '%s\n' "$out" | grep -c '^not ok .*# SKIP')
 		pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+		[ "$f" = 0 ] || failures="$failures
+$(printf '%s\n' "$out" | failed_lines "$label $(basename "$t")")"
 		if [ "${CI:-}" = true ] && [ "$s" != 0 ]; then
 			echo "  [$label] $(basename "$t"): $s skipped under CI=true:" \
 				"that is a failure" >&2
@@ -83,6 +96,8 @@ run_tap() {
 	printf '%s\n' "$out" | sed "s|^|  [$label] |"
 	pass=$(printf '%s\n' "$out" | grep -c '^ok ')
 	fail=$(printf '%s\n' "$out" | grep -c '^not ok ')
+	[ "$fail" = 0 ] || failures="$failures
+$(printf '%s\n' "$out" | failed_lines "$label")"
 	skip=0
 	if [ "$rc" = 77 ]; then
 		skip=1
@@ -122,4 +137,5 @@ for s in $suites; do
 	esac
 done
 echo "test summary:$summary"
+[ -z "$failures" ] || printf 'failed tests (the first 40 lines):%s\n' "$failures" | head -41
 exit $failed
