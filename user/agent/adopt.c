@@ -58,18 +58,31 @@ static int find_teller(struct ag_effect *e, const struct bm_effect_row *row)
 	return same_process(pid, start, 0) ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
 }
 
-/* A launch that never reached a shim: its cgroup goes, and it waits in the queue again. */
-static void requeue(struct bm_agent *a, struct ag_effect *e, const struct bm_effect_row *row)
+/*
+ * An earlier agent's cgroup at path that nothing runs in, removed with its
+ * v1 twins (named as it is) and its meter, if it was registered: 0, or
+ * -errno (-ENOENT: it is gone already).
+ */
+static int release_left(struct bm_agent *a, const char *path)
 {
+	const char *name = strrchr(path, '/');
 	struct bm_sup s;
 
 	bm_sup__init(&s);
-	s.cg = bm_cgroup__open(row->cgroup);
-	if (s.cg) {
-		s.loader = a->loader;
-		s.metered = true;	/* its meter, if it was registered, goes too */
-		(void)bm_sup__release(&s);
-	}
+	s.cg = bm_cgroup__open(path);
+	if (!s.cg)
+		return errno ? -errno : -ENOENT;
+	s.loader = a->loader;
+	bm_ceilings_adopt(&a->env, s.cg, name ? name + 1 : path, &s.ceil);
+	s.metered = true;
+	return bm_sup__release(&s);
+}
+
+/* A launch that never reached a shim: its cgroup goes, and it waits in the queue again. */
+static void requeue(struct bm_agent *a, struct ag_effect *e, const struct bm_effect_row *row)
+{
+	if (row->cgroup[0])
+		(void)release_left(a, row->cgroup);
 	(void)bm_store__set_runtime(a->store, e->tenant, e->req.id, "", 0, 0);
 	ag_queue_add(a, e);
 }
@@ -248,22 +261,16 @@ static unsigned int sweep_in(struct bm_agent *a, const char *dir)
 	DIR *d = opendir(dir);
 
 	while (d && (de = readdir(d))) {
-		struct bm_sup s;
+		int err;
 
 		if (de->d_type != DT_DIR || !ours(a, de->d_name, &live) || (live && live->sup.cg))
 			continue;
 		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
 			continue;
-		bm_sup__init(&s);
-		s.cg = bm_cgroup__open(path);
-		if (!s.cg)
-			continue;
-		s.loader = a->loader;
-		bm_ceilings_adopt(&a->env, s.cg, de->d_name, &s.ceil);
-		s.metered = true;	/* its meter, if any, goes too */
-		if (bm_sup__release(&s))
+		err = release_left(a, path);
+		if (err && err != -ENOENT)
 			bm_warn("failed to remove %s, left by an earlier agent", path);
-		else
+		else if (!err)
 			n++;
 	}
 	if (d)
