@@ -2081,12 +2081,16 @@ def neighbours_table(res):
 # beyond its share at once (16 calls of stress-ng --cpu 2 for 4 s: 32 threads' worth on 2
 # CPUs), then "steady1" calls bm-spike (40 ms of CPU) every 0.5 s and "steady2" stress-ng's
 # fft (100 ops) every 0.7 s, from FAIR_STEADY_AT on: by then the burster has spent the burst
-# its budget allows (1 CPU-s), which by design it may take from its neighbours. Three
-# phases, alternated each round: the steady ones alone, beside the burster without budgets
-# (fair admission still orders the starts), and with a CPU budget for the burster. The goal:
-# each steady tenant's p99 and completion within 1.2x of alone with budgets.
+# its budget allows (1 CPU-s), which by design it may take from its neighbours. Four
+# phases, alternated each round: the steady ones alone; beside the burster with neither
+# budgets nor fair CPU (budgets.fair_cpu off: fair admission still orders the starts); with
+# fair CPU alone (the default: over its share, the burster yields); and with fair CPU and a
+# CPU budget for the burster. The goal: each steady tenant's p99 and completion within 1.2x
+# of alone with budgets.
 FAIR_TENANTS = ("steady1", "steady2", "burst")
-FAIR_MODES = ("alone", "none", "budgets")
+FAIR_MODES = ("alone", "none", "fair", "budgets")
+FAIR_SHOWN = ("none", "fair", "budgets")
+FAIR_LABEL = {"none": "neither", "fair": "fair CPU", "budgets": "budgets"}
 FAIR_BUDGET = "cpu_seconds: { rate: 0.5, burst: 1 }"
 FAIR_BURST_N = 16
 FAIR_STEADY_AT = 2.0
@@ -2108,8 +2112,8 @@ def fair_burst_n(secs):
 
 def fair_phase(b, mode, secs, r):
     """one phase: {tenant: [(latency ms, cpu s, created ms, ended ms)], "refused": {tenant: n}}"""
-    extra = (f"budgets:\n  tenants:\n    - tenant: burst\n      {FAIR_BUDGET}\n"
-             if mode == "budgets" else "")
+    extra = {"budgets": f"budgets:\n  tenants:\n    - tenant: burst\n      {FAIR_BUDGET}\n",
+             "none": "budgets:\n  fair_cpu: off\n"}.get(mode, "")
     agent = Agent(f"fair-{mode}-{r}", max_running=8, tenant_max_running=4, extra=extra).start()
     sent, refused = [], {t: 0 for t in FAIR_TENANTS}
     # (when, tenant): the burster's all at once, then the steady calls over secs
@@ -2191,10 +2195,12 @@ def fairness_table(res):
              f"{f['secs']} s of steady calls, median of {f['rounds']} round(s); burst: "
              f"{fair_burst_n(f['secs'])} x stress-ng --cpu 2 --timeout 4s at once, the steady calls from "
              f"{FAIR_STEADY_AT:.0f} s on; steady1: bm-spike 40 ms every 0.5 s; steady2: stress-ng "
-             f"fft 100 ops every 0.7 s; budgets: burst {FAIR_BUDGET}; goal: steady p99 and "
+             f"fft 100 ops every 0.7 s; neither: fair_cpu off, no budget; fair CPU: over its share "
+             f"the burster yields; budgets: fair CPU and burst {FAIR_BUDGET}; goal: steady p99 and "
              "completion with budgets <= 1.2x alone",
-             f"  {'tenant':<9}{'alone p50/p99':>16}{'no budgets':>16}{'x alone':>9}"
-             f"{'budgets':>16}{'x alone':>9}   completion (s) alone / none / budgets"]
+             f"  {'tenant':<9}{'alone p50/p99':>16}" +
+             "".join(f"{FAIR_LABEL[m]:>16}{'x alone':>9}" for m in FAIR_SHOWN) +
+             "   completion (s) alone / " + " / ".join(FAIR_LABEL[m] for m in FAIR_SHOWN)]
     verdict = []
     for t in ("steady1", "steady2"):
         ss = [{m: stats(run, m, t) for m in FAIR_MODES} for run in f["runs"]]
@@ -2203,28 +2209,31 @@ def fairness_table(res):
             lines.append(f"  {t:<9} no complete round")
             continue
         med = {m: {k: median([x[m][k] for x in ss]) for k in ("p50", "p99", "span", "n")} for m in FAIR_MODES}
-        ratios = {m: [x[m]["p99"] / x["alone"]["p99"] for x in ss] for m in ("none", "budgets")}
+        ratios = {m: [x[m]["p99"] / x["alone"]["p99"] for x in ss] for m in FAIR_SHOWN}
         ratio = {m: median(v) for m, v in ratios.items()}
-        span = {m: median([x[m]["span"] / x["alone"]["span"] for x in ss]) for m in ("none", "budgets")}
-        lines.append(f"  {t:<9}{med['alone']['p50']:>7.0f}/{med['alone']['p99']:<6.0f}ms"
-                     f"{med['none']['p50']:>7.0f}/{med['none']['p99']:<6.0f}ms{ratio['none']:>8.2f}x"
-                     f"{med['budgets']['p50']:>7.0f}/{med['budgets']['p99']:<6.0f}ms{ratio['budgets']:>8.2f}x"
-                     f"   {med['alone']['span']:.1f} / {med['none']['span']:.1f} ({span['none']:.2f}x) / "
-                     f"{med['budgets']['span']:.1f} ({span['budgets']:.2f}x)")
-        verdict.append((t, ratio["budgets"], span["budgets"], ratios["budgets"], ratios["none"]))
-    for m in ("none", "budgets"):
+        span = {m: median([x[m]["span"] / x["alone"]["span"] for x in ss]) for m in FAIR_SHOWN}
+        lines.append(f"  {t:<9}{med['alone']['p50']:>7.0f}/{med['alone']['p99']:<6.0f}ms" +
+                     "".join(f"{med[m]['p50']:>7.0f}/{med[m]['p99']:<6.0f}ms{ratio[m]:>8.2f}x"
+                             for m in FAIR_SHOWN) +
+                     f"   {med['alone']['span']:.1f} / " +
+                     " / ".join(f"{med[m]['span']:.1f} ({span[m]:.2f}x)" for m in FAIR_SHOWN))
+        verdict.append((t, ratio["budgets"], span["budgets"], ratios))
+    for m in FAIR_SHOWN:
         bs = [stats(run, m, "burst") for run in f["runs"]]
         bs = [x for x in bs if x]
         if bs:
-            lines.append(f"  burst, {'no budgets' if m == 'none' else 'budgets':<10}: "
+            lines.append(f"  burst, {FAIR_LABEL[m]:<10}: "
                          f"{median([x['n'] for x in bs]):.0f} calls done, {median([x['cpu'] for x in bs]):.1f} CPU-s "
                          f"in {median([x['span'] for x in bs]):.1f} s = "
                          f"{median([x['cpu'] / x['span'] for x in bs]):.2f} cores; 429s "
                          f"{median([run[m]['refused']['burst'] for run in f['runs']]):.0f}, "
                          f"budget exhaustions {median([run[m]['throttles']['burst'] for run in f['runs']]):.0f}")
-    for t, r, s, rb, rn in verdict:
-        lines.append(f"  {t}: p99 {r:.2f}x [{min(rb):.2f}..{max(rb):.2f}] (no budgets "
-                     f"{median(rn):.2f}x [{min(rn):.2f}..{max(rn):.2f}]), completion {s:.2f}x of alone "
+    for t, r, s, rs in verdict:
+        rb = rs["budgets"]
+        lines.append(f"  {t}: p99 {r:.2f}x [{min(rb):.2f}..{max(rb):.2f}] (" +
+                     ", ".join(f"{FAIR_LABEL[m]} {median(rs[m]):.2f}x [{min(rs[m]):.2f}..{max(rs[m]):.2f}]"
+                               for m in ("none", "fair")) +
+                     f"), completion {s:.2f}x of alone "
                      "with budgets: goal <= 1.2x " + ("met" if r <= 1.2 and s <= 1.2 else "NOT met"))
     return lines
 

@@ -1377,6 +1377,118 @@ static void test_budgets_memory_pressure_holds_top(void **state)
 }
 
 /*
+ * One round of fair CPU (docs/BUDGETS.md, "Fair CPU"), extra the agent's
+ * budgets config: tenant "hog" spins 2 threads in each of 3 effects, alone
+ * for a second and a half, then tenant "calm" spins 1 thread for 3 s.
+ * ids: hog's three, then calm's. Returns calm's CPU-seconds; *yielded: hog
+ * was over its share and yielding while calm ran (and, with the default
+ * config, its effects in the idle class: the agent and the kernel agree).
+ */
+static double fair_round(const char *extra, const char *const ids[4], bool *yielded)
+{
+	bool lowest = false;
+	double cpu;
+	json_t *s, *c;
+	int i, t;
+
+	agent_start(8, 16, extra);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(post("hog", ids[i], NULL, NULL, "bm-hog", "30", "2", NULL), 201);
+	usleep(1500 * 1000);
+	/* alone: no share to be over, whatever it uses */
+	s = self_of("hog");
+	integ_note("hog alone: %.2f cores recent, no share (null)",
+		   jnum(s, "budgets.cpu_seconds.recent_per_second"));
+	assert_true(json_is_null(jget(s, "fair.share_cores")));
+	assert_false(jtrue(s, "fair.over_share"));
+	assert_false(jtrue(s, "yielding"));
+	json_decref(s);
+	assert_int_equal(post("calm", ids[3], NULL, NULL, "bm-hog", "3", "1", NULL), 201);
+	for (t = 0, s = NULL; t < 1500; t += 50) {
+		json_decref(s);
+		usleep(50000);
+		s = self_of("hog");
+		if (jtrue(s, "fair.over_share"))
+			break;
+	}
+	*yielded = jtrue(s, "fair.over_share") && jtrue(s, "yielding");
+	integ_note("beside calm, %d ms after its start: hog's share %.2f cores, recent %.2f, "
+		   "over it %d, yielding %d", t, jnum(s, "fair.share_cores"),
+		   jnum(s, "budgets.cpu_seconds.recent_per_second"), jtrue(s, "fair.over_share"),
+		   jtrue(s, "yielding"));
+	json_decref(s);
+	/* the kernel holds it so too: the idle class, no cap (calm is still running); with
+	 * fair_cpu off a hybrid host gives it no v1 cpu twin, nothing to hold it with */
+	if (!extra) {
+		assert_true(kernel_cap("hog", ids[0], &lowest) == 0);
+		assert_true(lowest == *yielded);
+	}
+	c = wait_final_as(tn("calm"), ids[3], 10000);
+	cpu = jnum(c, "outcome.totals.cpu_seconds");
+	assert_string_equal(jstr(c, "state"), "succeeded");
+	json_decref(c);
+	return cpu;
+}
+
+/*
+ * Fair CPU: beside a tenant that runs far over its share of the node's
+ * CPUs, a tenant's 1-core call gets its core (the burster yields: the idle
+ * class), and the burster gets the CPUs back once it is alone again;
+ * budgets.fair_cpu off, the kernel alone shares: by effect on cgroup v2
+ * (four cgroups of one weight: half a core for the call), by thread on a
+ * hybrid host, where no effect then gets a v1 cpu twin (one of seven: 0.29
+ * cores). /metrics counts the yields.
+ */
+static void test_budgets_over_share_yields(void **state)
+{
+	const char *const ids[4] = { "h1", "h2", "h3", "c1" }, *const off_ids[4] = { "o1", "o2", "o3", "c2" };
+	double fair, off;
+	bool yielded;
+	json_t *s;
+	char *m;
+	int t;
+
+	fair = fair_round(NULL, ids, &yielded);
+	assert_true(yielded);
+	/* calm's call ended: once its recent use has faded, hog is alone and runs at full weight */
+	for (t = 0, s = NULL; t < 12000; t += 100) {
+		json_decref(s);
+		usleep(100000);
+		s = self_of("hog");
+		if (!jtrue(s, "yielding"))
+			break;
+	}
+	integ_note("hog alone again: yielding %d, %.1f s after calm's end", jtrue(s, "yielding"),
+		   t / 1e3);
+	assert_false(jtrue(s, "fair.over_share"));
+	assert_false(jtrue(s, "yielding"));
+	assert_int_equal(jnum(s, "fair.yields"), 1);
+	json_decref(s);
+	m = scrape();
+	assert_true(metric(m, "burstmeter_tenant_fair_yields_total", lab("hog", NULL)) == 1);
+	assert_true(metric(m, "burstmeter_tenant_fair_yields_total", lab("calm", NULL)) == 0);
+	assert_true(metric(m, "burstmeter_tenant_yielding", lab("hog", NULL)) == 0);
+	free(m);
+	json_decref(cancel_wait("hog", "h1"));
+	json_decref(cancel_wait("hog", "h2"));
+	json_decref(cancel_wait("hog", "h3"));
+	agent_finish();
+
+	off = fair_round("budgets:\n  fair_cpu: off\n", off_ids, &yielded);
+	assert_false(yielded);
+	json_decref(cancel_wait("hog", "o1"));
+	json_decref(cancel_wait("hog", "o2"));
+	json_decref(cancel_wait("hog", "o3"));
+	integ_note("calm's 3 s of 1 thread: %.2f CPU-s beside the yielding hog, %.2f with "
+		   "fair_cpu off", fair, off);
+	/* its core, nearly; a quarter of 2 CPUs without (4 cgroups of one weight) */
+	assert_true(fair >= 2.4);
+	assert_true(fair >= 1.3 * off);
+	agent_finish();
+	assert_clean(*state);
+}
+
+/*
  * The fleet rules for tenants (tools/dashboards/rules.yaml, group
  * burstmeter.tenants) by promtool: check, and their unit tests on synthetic
  * series of two nodes' agents (tools/dashboards/rules_test.yaml).
@@ -1414,6 +1526,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_budgets_weights_in_fair_order, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_priority_within_tenant, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_pressure_attributed, setup_b, agent_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_budgets_over_share_yields, setup_b, agent_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_budgets_memory_pressure_holds_top, setup_b,
 						agent_fx_teardown),
 	};

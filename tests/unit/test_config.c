@@ -95,6 +95,7 @@ static void test_config_budgets(void **state)
 			       "admit_meminfo_file: /run/test/meminfo\n"
 			       "budgets:\n"
 			       "  half_life: 30s\n"
+			       "  fair_cpu: off\n"
 			       "  default:\n"
 			       "    cpu_seconds: { rate: 0.5, burst: 10 }\n"
 			       "    memory_gib_seconds: { rate: 2, burst: 120.5 }\n"
@@ -109,6 +110,7 @@ static void test_config_budgets(void **state)
 	assert_int_equal(c.pressure_action, BM_PRESSURE_THROTTLE_TOP);
 	assert_string_equal(c.admit_meminfo_file, "/run/test/meminfo");
 	assert_true(c.fair_half_life_ns == 30 * BM_NSEC_PER_SEC);
+	assert_false(c.fair_cpu_yield);
 	b = bm_agent_cfg_budget(&c, "someone");
 	assert_true(b == &c.budget);
 	assert_true(b->weight == 1);
@@ -151,6 +153,8 @@ static void test_config_budget_errors_say_where(void **state)
 	assert_error_at("budgets:\n  default: { tenant: a }\n", 2, 22,
 			"only an entry of budgets.tenants names a tenant");
 	assert_error_at("budgets:\n  half_life: 0s\n", 2, 14, "invalid budgets.half_life '0s'");
+	assert_error_at("budgets:\n  fair_cpu: maybe\n", 2, 13,
+			"invalid budgets.fair_cpu 'maybe': expected yield or off");
 	assert_error_at("budgets:\n  default:\n    cpu: { rate: 1, burst: 1 }\n", 3, 5,
 			"Unexpected key: cpu");
 	assert_error_at("pressure_action: kill\n", 1, 18, "invalid pressure_action 'kill'");

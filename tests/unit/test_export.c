@@ -121,7 +121,8 @@ static const struct bm_export_tenant acme = {
 	.exhaustions = { 1 },
 	.refused = { 3, 0, 0, 0, 0, 1 },
 	.throttles = { 1 },
-	.throttled = 1, .running = 2, .queued = 1, .pressure_share = 0.75,
+	.throttled = 1, .yielding = 1, .fair_yields = 4, .running = 2, .queued = 1,
+	.pressure_share = 0.75,
 };
 
 static void tiny_registry(struct bm_export *e)
@@ -230,6 +231,12 @@ static const char golden[] =
 	TLAB("tenant_throttles_total", "cause", "node_pressure", "0")
 	TEN1("tenant_throttled", "gauge",
 	     "1 while the tenant's running effects are held to a CPU cap.", "1")
+	TEN1("tenant_yielding", "gauge",
+	     "1 while the tenant's running effects are in the idle CPU class (over their fair share "
+	     "or their budget).", "1")
+	TEN1("tenant_fair_yields_total", "counter",
+	     "Times the tenant went over its fair share of the CPUs while others ran, and yielded.",
+	     "4")
 	TEN1("tenant_running", "gauge", "Effects of the tenant running now.", "2")
 	TEN1("tenant_queued", "gauge", "Effects of the tenant waiting for admission.", "1")
 	TEN1("tenant_pressure_share", "gauge",
@@ -466,8 +473,8 @@ static void test_export_tenant_rows_fold_into_other(void **state)
 	assert_true(sample(out, "burstmeter_tenant_budget_exhausted{tenant=\"other\","
 				 "budget=\"cpu_seconds\"}") == 1);
 	assert_null(strstr(out, "tenant=\"b\""));
-	/* every family: 36 series a tenant less the 4 remaining shares without a budget */
-	assert_int_equal(count_samples(out), 2 * (36 - 4) + 11);
+	/* every family: 38 series a tenant less the 4 remaining shares without a budget */
+	assert_int_equal(count_samples(out), 2 * (38 - 4) + 11);
 	free(out);
 	/* a scrape sets them afresh: the counters are the agent's, not summed across scrapes */
 	bm_export__tenants_reset(e);

@@ -210,6 +210,8 @@ void ag_sup_opts(struct bm_agent *a, const struct ag_effect *e, struct bm_sup_op
 	so->sandbox = &e->req.sandbox;
 	/* its tenant's CPU budget, or the node's pressure, may cap it: a controller to do it with */
 	so->cpu_cap = ag_tenant_may_cap(a, e->tenant);
+	/* and over its fair share of the CPUs, beside another tenant, it yields */
+	so->cpu_yield = a->cfg.fair_cpu_yield;
 	/* its /tmp a tmpfs of max_ephemeral_storage (ours; run's for an attach), its workspace */
 	bm_sup_places(so, &e->req.sandbox, e->req.cwd ? e->req.cwd : "/");
 	so->meter_only = a->cfg.meter_only;

@@ -52,6 +52,7 @@ void bm_agent_cfg_default(struct bm_agent_cfg *c)
 	/* no budget until one is configured; every tenant weighs the same */
 	c->budget.weight = 1;
 	c->fair_half_life_ns = 10 * BM_NSEC_PER_SEC;
+	c->fair_cpu_yield = true;
 }
 
 struct y_tenant {
@@ -70,6 +71,7 @@ struct y_budget {
 
 struct y_budgets {
 	char *half_life;
+	char *fair_cpu;
 	struct y_budget *def;
 	struct y_budget *tenants;
 	unsigned int tenants_count;
@@ -129,6 +131,7 @@ static const cyaml_schema_value_t budget_schema = {
 static const cyaml_schema_field_t budgets_fields[] = {
 	CYAML_FIELD_STRING_PTR("half_life", CYAML_FLAG_OPTIONAL, struct y_budgets, half_life, 0,
 			       64),
+	CYAML_FIELD_STRING_PTR("fair_cpu", CYAML_FLAG_OPTIONAL, struct y_budgets, fair_cpu, 0, 64),
 	CYAML_FIELD_MAPPING_PTR("default", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
 				struct y_budgets, def, budget_fields),
 	CYAML_FIELD_SEQUENCE("tenants", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL, struct y_budgets,
@@ -324,6 +327,11 @@ static int apply_budgets(struct ctx *x, const struct y_budgets *y, struct bm_age
 						 3600 * BM_NSEC_PER_SEC, &c->fair_half_life_ns))
 		return bfail(x, &(struct bpath){ { "budgets" }, 1 }, "half_life", NULL,
 			     " '%s': expected a duration 100ms..1h, e.g. 10s", y->half_life);
+	if (y->fair_cpu && strcmp(y->fair_cpu, "yield") && strcmp(y->fair_cpu, "off"))
+		return bfail(x, &(struct bpath){ { "budgets" }, 1 }, "fair_cpu", NULL,
+			     " '%s': expected yield or off", y->fair_cpu);
+	if (y->fair_cpu)
+		c->fair_cpu_yield = !strcmp(y->fair_cpu, "yield");
 	if (y->def && y->def->tenant)
 		return bfail(x, &at, "tenant", NULL,
 			     " '%s': only an entry of budgets.tenants names a tenant",

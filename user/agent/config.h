@@ -91,6 +91,7 @@ struct bm_agent_cfg {
 	struct bm_tenant_budget budgets[BM_AGENT_MAX_TENANTS];
 	unsigned int n_budgets;
 	uint64_t fair_half_life_ns;	/* how fast fair admission forgets a tenant's use */
+	bool fair_cpu_yield;		/* a tenant over its share of the CPUs yields (budgets.fair_cpu) */
 };
 
 void bm_agent_cfg_default(struct bm_agent_cfg *c);

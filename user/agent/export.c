@@ -11,11 +11,12 @@
  * bucket, _sum and _count is a series:
  *   window and peak histograms     P * 2 * (B + 2 * 9) = 464 P
  *   effects_total, actions_total   P * (R + S * R)     = 170 P
- *   per tenant (budgets, use)      T * 36: 5 use counters, 5 x 3 per budget
+ *   per tenant (budgets, use)      T * 38: 5 use counters, 5 x 3 per budget
  *                                  (remaining, exhausted, exhaustions), 6
- *                                  refusal reasons, 6 throttle causes, 4 gauges
+ *                                  refusal reasons, 6 throttle causes, 5 gauges,
+ *                                  fair yields
  *   node-wide                      11, and one per pod container running
- *   total <= 634 * (max_tenants + 1) * (max_tools + 1) + 36 * (max_tenants + 1) + 11
+ *   total <= 634 * (max_tenants + 1) * (max_tools + 1) + 38 * (max_tenants + 1) + 11
  *            + max_running
  * Run-queue delay is in seconds, not bm_window_display()'s ms: promtool's
  * linter rejects non-base time units.
@@ -366,6 +367,8 @@ void bm_export__tenant(struct bm_export *e, const char *tenant, const struct bm_
 		r->v.throttles[d] += v->throttles[d];
 	}
 	r->v.throttled = r->v.throttled > v->throttled ? r->v.throttled : v->throttled;
+	r->v.yielding = r->v.yielding > v->yielding ? r->v.yielding : v->yielding;
+	r->v.fair_yields += v->fair_yields;
 	r->v.running += v->running;
 	r->v.queued += v->queued;
 	r->v.pressure_share += v->pressure_share;
@@ -523,6 +526,13 @@ static const struct tfam {
 	{ "tenant_throttled", "gauge",
 	  "1 while the tenant's running effects are held to a CPU cap.", NULL, TOFF(throttled), -2,
 	  NULL },
+	{ "tenant_yielding", "gauge",
+	  "1 while the tenant's running effects are in the idle CPU class (over their fair share "
+	  "or their budget).",
+	  NULL, TOFF(yielding), -2, NULL },
+	{ "tenant_fair_yields", "counter",
+	  "Times the tenant went over its fair share of the CPUs while others ran, and yielded.",
+	  NULL, TOFF(fair_yields), -2, NULL },
 	{ "tenant_running", "gauge", "Effects of the tenant running now.", NULL, TOFF(running), -2,
 	  NULL },
 	{ "tenant_queued", "gauge", "Effects of the tenant waiting for admission.", NULL,

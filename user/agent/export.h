@@ -74,7 +74,8 @@ struct bm_export_tenant {
 	double exhaustions[BM_BUD__MAX];	/* times each became exhausted */
 	double refused[BM_BUD__MAX + 1];	/* 429s per budget, [BM_BUD__MAX]: queue share */
 	double throttles[BM_BUD__MAX + 1];	/* caps per budget, [BM_BUD__MAX]: node pressure */
-	double throttled, running, queued;	/* now */
+	double throttled, yielding, running, queued;	/* now */
+	double fair_yields;			/* times over its fair CPU share */
 	double pressure_share;			/* its share of effects' CPU, last second */
 };
 void bm_export__tenants_reset(struct bm_export *e);

@@ -168,6 +168,8 @@ struct ag_tenant_count {
 	double cap_cores;		/* each of its running effects' CPU cap, 0: none */
 	unsigned int cap_n;		/* the running effects it was split among */
 	bool yielding;			/* its running effects at the lowest CPU weight */
+	bool over_share;		/* over its fair share of the CPUs: yielding for it */
+	uint64_t fair_yields;		/* times it went over that share */
 	cpu_set_t cpus;			/* the CPUs its capped effects share (none: each alone) */
 	unsigned int cpus_gen;		/* counts each new choice of them */
 	int cap_cause;			/* why: BM_BUD_CPU, or BM_BUD__MAX (the node's pressure) */

@@ -493,15 +493,61 @@ static double want_cap(const struct bm_agent *a, struct ag_tenant_count *t, int 
 #define YIELD_WEIGHT BM_CPU_IDLE
 
 /*
- * Does t yield? From the moment its CPU budget is exhausted (or the node's
- * CPU pressure throttles it) until its bucket is back at BM_BUDGET_YIELD of
- * its burst.
+ * Fair CPU (docs/BUDGETS.md, "Fair CPU"): a tenant is there while it runs an
+ * effect or used CPU in the last seconds (a steady tenant between two calls
+ * still counts). Its share of the node's CPUs is its weight's part of the
+ * weights of the tenants there; 0 when it is alone, and any use is fair.
+ * It yields once its recent use is over FAIR_OVER x that share, and until
+ * it is under 1 / FAIR_OVER of it, or alone: a burster then gets only what
+ * the others leave, and all of it when they are quiet. (Out at the share,
+ * it would leave as soon as a neighbour took its own, and come back.)
+ */
+#define ACTIVE_CORES 0.01
+#define FAIR_OVER 1.2
+
+static bool cpu_active(struct ag_tenant_count *t, uint64_t now)
+{
+	return t->running || bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now) > ACTIVE_CORES;
+}
+
+static double fair_share(const struct bm_agent *a, struct ag_tenant_count *t, uint64_t now)
+{
+	double wsum = t->bud.cfg.weight;
+	bool others = false;
+	unsigned int i;
+
+	for (i = 0; i < a->n_tenants; i++) {
+		struct ag_tenant_count *u = &a->tenants[i];
+
+		if (u != t && cpu_active(u, now)) {
+			wsum += u->bud.cfg.weight;
+			others = true;
+		}
+	}
+	return others ? node_cpus(a) * t->bud.cfg.weight / wsum : 0;
+}
+
+static bool want_fair_yield(const struct bm_agent *a, struct ag_tenant_count *t, uint64_t now)
+{
+	double share;
+
+	if (!a->cfg.fair_cpu_yield || !t->running || !(share = fair_share(a, t, now)))
+		return false;
+	return bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now) >
+	       (t->over_share ? 1 / FAIR_OVER : FAIR_OVER) * share;
+}
+
+/*
+ * Does t yield? While it is over its fair share of the CPUs; from the moment
+ * its CPU budget is exhausted (or the node's CPU pressure throttles it)
+ * until its bucket is back at BM_BUDGET_YIELD of its burst.
  */
 static bool want_yield(struct ag_tenant_count *t)
 {
 	const struct bm_bucket *k = &t->bud.b[BM_BUD_CPU];
 
-	if (pressure_cpu(t) || (bm_budget_limited(&t->bud, BM_BUD_CPU) && k->exhausted))
+	if (t->over_share || pressure_cpu(t) ||
+	    (bm_budget_limited(&t->bud, BM_BUD_CPU) && k->exhausted))
 		return true;
 	return t->yielding && bm_budget_limited(&t->bud, BM_BUD_CPU) &&
 	       k->level < BM_BUDGET_YIELD * t->bud.cfg.b[BM_BUD_CPU].burst;
@@ -549,6 +595,15 @@ static void apply_caps(struct bm_agent *a, uint64_t now)
 		struct ag_tenant_count *t = &a->tenants[i];
 		double cap = want_cap(a, t, &cause);
 
+		if (want_fair_yield(a, t, now) != t->over_share) {
+			t->over_share = !t->over_share;
+			t->fair_yields += t->over_share;
+			if (t->over_share)
+				bm_info("tenant %s is over its fair share of the CPUs (%.2f cores "
+					"recently, %.2f its share): its effects yield",
+					t->name, bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now),
+					fair_share(a, t, now));
+		}
 		yield = want_yield(t);
 		k = want_cpus(t, cap, &affinity);
 		if (cap == t->cap_cores && yield == t->yielding &&
@@ -718,6 +773,7 @@ json_t *ag_tenant_json(struct bm_agent *a, const char *name)
 	uint64_t now = bm_now_ns();
 	struct bm_fair_tenant f;
 	json_t *j, *buds, *cpus = NULL;
+	double share;
 	char list[256];
 	int d;
 
@@ -733,6 +789,7 @@ json_t *ag_tenant_json(struct bm_agent *a, const char *name)
 	if (!a->pressure.read_ns)
 		pressure_read(a, now);	/* the node's size, before the first tick */
 	ag_tenant_fair(a, t, now, &f);
+	share = fair_share(a, t, now);	/* 0: alone */
 	buds = json_object();
 	for (d = 0; d < BM_BUD__MAX; d++) {
 		bool lim = bm_budget_limited(&t->bud, d);
@@ -754,7 +811,7 @@ json_t *ag_tenant_json(struct bm_agent *a, const char *name)
 	}
 	if (CPU_COUNT(&t->cpus) && !bm_cpulist_format(&t->cpus, list, sizeof(list)))
 		cpus = json_string(list);
-	j = json_pack("{s:s, s:f, s:i, s:i, s:i, s:b, s:o, s:f, s:o, s:b, s:{s:f, s:f}, "
+	j = json_pack("{s:s, s:f, s:i, s:i, s:i, s:b, s:o, s:f, s:o, s:b, s:{s:f, s:f, s:o, s:b, s:I}, "
 		      "s:{s:b, s:b, s:o, s:f, s:f, s:f}, s:o}",
 		      "tenant", t->name, "weight", t->bud.cfg.weight, "running", t->running,
 		      "queued", t->queued, "queue_share", ag_tenant_queue_share(a, t), "held",
@@ -762,7 +819,9 @@ json_t *ag_tenant_json(struct bm_agent *a, const char *name)
 		      t->held_by >= 0 ? json_string(bm_budget_name(t->held_by)) : json_null(),
 		      "cap_cores", t->cap_cores, "cap_cpus", cpus ? cpus : json_null(), "yielding",
 		      t->yielding, "fair",
-		      "usage_node_seconds", f.usage, "tag", bm_fair_tag(&f), "pressure", "held",
+		      "usage_node_seconds", f.usage, "tag", bm_fair_tag(&f), "share_cores",
+		      num_or_null(share > 0, share), "over_share", t->over_share, "yields",
+		      (json_int_t)t->fair_yields, "pressure", "held",
 		      t->pressure, "throttled", pressure_cpu(t), "dimension",
 		      t->pressure ? json_string(t->pressure_mem ? "memory" : "cpu") : json_null(),
 		      "share", pressure_share(a, t, pressure_sum(a, now), now), "cpu_cores",
@@ -849,6 +908,8 @@ void ag_tenants_export(struct bm_agent *a)
 			v.throttles[d] = (double)t->throttles[d];
 		}
 		v.throttled = t->cap_cores > 0;
+		v.yielding = t->yielding;
+		v.fair_yields = (double)t->fair_yields;
 		v.running = t->running;
 		v.queued = t->queued;
 		v.pressure_share = pressure_share(a, t, sum, now);

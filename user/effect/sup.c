@@ -237,6 +237,8 @@ int bm_sup__start(struct bm_sup *s, struct bm_loader *l, const struct bm_cgroup_
 		cpu_flags |= BM_CEIL_CPU_THROTTLE;
 	if (!o->meter_only && o->cpu_cap)
 		cpu_flags |= BM_CEIL_CPU_CAP;
+	else if (!o->meter_only && o->cpu_yield)
+		cpu_flags |= BM_CEIL_CPU_THROTTLE;
 	err = bm_ceilings_apply(env, s->cg, s->name, lim, cpu_flags, s->ops->cgfs, &s->ceil);
 	if (err)
 		return err;

@@ -43,6 +43,7 @@ struct bm_sup_opts {
 	const struct bm_sandbox *sandbox; /* what the outcome says was asked (NULL: nothing) */
 	bool meter_only;		/* no controllers: the meter holds every ceiling */
 	bool cpu_cap;			/* a CPU controller even without a ceiling: bm_sup__cap() */
+	bool cpu_yield;			/* one for its weight alone (no cpuset): bm_sup__cap(0, w) */
 	/* Where it does I/O (NULL-terminated): the disks behind these get the I/O ceilings. */
 	const char *io_paths[4];
 	/* Its workspace (a host directory bound read-write), whose growth the storage ceiling counts. */
