@@ -4,7 +4,7 @@
  * tenant with the smallest tag (recent use plus what it runs, over its
  * weight) starts first; within a tenant, priority then order; a tenant's
  * own priority does not jump another's smaller tag; held tenants wait; and
- * with equal use, starts take turns.
+ * with equal use, starts take turns. Fair CPU's share and its hysteresis.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -142,6 +142,33 @@ static void test_fair_three_tenants(void **state)
 	assert_int_equal(v[k].seq, 0);
 }
 
+/* Fair CPU: the weights of the tenants there share the CPUs; alone, nothing to be over. */
+static void test_fair_cpu_share(void **state)
+{
+	(void)state;
+	assert_true(bm_fair_cpu_share(2, 1, true, 1, 1) == 0);
+	assert_true(bm_fair_cpu_share(2, 1, false, 0, 0) == 0);
+	assert_true(bm_fair_cpu_share(2, 1, true, 2, 2) == 1);
+	assert_true(bm_fair_cpu_share(3, 2, true, 3, 2) == 2);
+	assert_true(bm_fair_cpu_share(3, 1, true, 3, 2) == 1);
+	/* one not there yet (a tenant's view before it runs): its share were it to come */
+	assert_true(bm_fair_cpu_share(2, 1, false, 1, 1) == 1);
+	assert_true(bm_fair_cpu_share(4, 1, false, 3, 3) == 1);
+}
+
+/* Over 1.2 x its share it yields, and goes on yielding until under the share / 1.2. */
+static void test_fair_over_share_hysteresis(void **state)
+{
+	(void)state;
+	assert_false(bm_fair_over_share(1.15, 1, false));
+	assert_true(bm_fair_over_share(1.25, 1, false));
+	assert_true(bm_fair_over_share(1.0, 1, true));
+	assert_true(bm_fair_over_share(0.85, 1, true));
+	assert_false(bm_fair_over_share(0.8, 1, true));
+	assert_false(bm_fair_over_share(5, 0, false));
+	assert_false(bm_fair_over_share(5, 0, true));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +179,8 @@ int main(void)
 		cmocka_unit_test(test_fair_held_wait),
 		cmocka_unit_test(test_fair_starts_take_turns),
 		cmocka_unit_test(test_fair_three_tenants),
+		cmocka_unit_test(test_fair_cpu_share),
+		cmocka_unit_test(test_fair_over_share_hysteresis),
 	};
 
 	return cmocka_run_group_tests_name("fair", tests, NULL, NULL);

@@ -35,3 +35,16 @@ long bm_fair_pick(const struct bm_fair_item *v, size_t n, const struct bm_fair_t
 	}
 	return best;
 }
+
+double bm_fair_cpu_share(double cpus, double weight, bool there, double weight_there,
+			 unsigned int n_there)
+{
+	if (n_there <= (there ? 1U : 0U))
+		return 0;
+	return cpus * weight / (weight_there - (there ? weight : 0) + weight);
+}
+
+bool bm_fair_over_share(double use, double share, bool was_over)
+{
+	return share > 0 && use > (was_over ? 1 / BM_FAIR_OVER : BM_FAIR_OVER) * share;
+}

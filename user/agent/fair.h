@@ -54,4 +54,20 @@ double bm_fair_tag(const struct bm_fair_tenant *t);
  */
 long bm_fair_pick(const struct bm_fair_item *v, size_t n, const struct bm_fair_tenant *t);
 
+/*
+ * Fair CPU (docs/BUDGETS.md, "Fair CPU"): a tenant's share of the node's
+ * cpus is its weight's part of the weights of the tenants there
+ * (weight_there over n_there of them, itself included when there); 0 when
+ * no other is there, and any use is fair.
+ */
+double bm_fair_cpu_share(double cpus, double weight, bool there, double weight_there,
+			 unsigned int n_there);
+/*
+ * Is a tenant that used `use` cores recently over its share, and so to
+ * yield? Over BM_FAIR_OVER x the share it is; once over (was_over), it is
+ * until it is under the share / BM_FAIR_OVER. Never with no share.
+ */
+#define BM_FAIR_OVER 1.2
+bool bm_fair_over_share(double use, double share, bool was_over);
+
 #endif /* BM_AGENT_FAIR_H */

@@ -497,44 +497,51 @@ static double want_cap(const struct bm_agent *a, struct ag_tenant_count *t, int 
  * effect or used CPU in the last seconds (a steady tenant between two calls
  * still counts). Its share of the node's CPUs is its weight's part of the
  * weights of the tenants there; 0 when it is alone, and any use is fair.
- * It yields once its recent use is over FAIR_OVER x that share, and until
- * it is under 1 / FAIR_OVER of it, or alone: a burster then gets only what
+ * It yields once its recent use is over BM_FAIR_OVER x that share, and until
+ * it is under 1 / BM_FAIR_OVER of it, or alone: a burster then gets only what
  * the others leave, and all of it when they are quiet. (Out at the share,
  * it would leave as soon as a neighbour took its own, and come back.)
  */
 #define ACTIVE_CORES 0.01
-#define FAIR_OVER 1.2
 
 static bool cpu_active(struct ag_tenant_count *t, uint64_t now)
 {
 	return t->running || bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now) > ACTIVE_CORES;
 }
 
-static double fair_share(const struct bm_agent *a, struct ag_tenant_count *t, uint64_t now)
+/* The tenants there and their weights, summed once a tick: a share is then O(1). */
+struct fair_sum {
+	double weight;
+	unsigned int n;
+};
+
+static struct fair_sum fair_sum(const struct bm_agent *a, uint64_t now)
 {
-	double wsum = t->bud.cfg.weight;
-	bool others = false;
+	struct fair_sum s = { 0, 0 };
 	unsigned int i;
 
-	for (i = 0; i < a->n_tenants; i++) {
-		struct ag_tenant_count *u = &a->tenants[i];
-
-		if (u != t && cpu_active(u, now)) {
-			wsum += u->bud.cfg.weight;
-			others = true;
+	for (i = 0; i < a->n_tenants; i++)
+		if (cpu_active(&a->tenants[i], now)) {
+			s.weight += a->tenants[i].bud.cfg.weight;
+			s.n++;
 		}
-	}
-	return others ? node_cpus(a) * t->bud.cfg.weight / wsum : 0;
+	return s;
 }
 
-static bool want_fair_yield(const struct bm_agent *a, struct ag_tenant_count *t, uint64_t now)
+static double fair_share(const struct bm_agent *a, struct ag_tenant_count *t,
+			 const struct fair_sum *s, uint64_t now)
 {
-	double share;
+	return bm_fair_cpu_share(node_cpus(a), t->bud.cfg.weight, cpu_active(t, now), s->weight,
+				 s->n);
+}
 
-	if (!a->cfg.fair_cpu_yield || !t->running || !(share = fair_share(a, t, now)))
+static bool want_fair_yield(const struct bm_agent *a, struct ag_tenant_count *t,
+			    const struct fair_sum *s, uint64_t now)
+{
+	if (!a->cfg.fair_cpu_yield || !t->running)
 		return false;
-	return bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now) >
-	       (t->over_share ? 1 / FAIR_OVER : FAIR_OVER) * share;
+	return bm_fair_over_share(bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now),
+				  fair_share(a, t, s, now), t->over_share);
 }
 
 /*
@@ -586,6 +593,7 @@ static void cap_effect(struct ag_tenant_count *t, struct ag_effect *e, uint64_t 
 
 static void apply_caps(struct bm_agent *a, uint64_t now)
 {
+	struct fair_sum there = fair_sum(a, now);
 	bool change = false, yield;
 	cpu_set_t affinity;
 	unsigned int i, k;
@@ -595,14 +603,14 @@ static void apply_caps(struct bm_agent *a, uint64_t now)
 		struct ag_tenant_count *t = &a->tenants[i];
 		double cap = want_cap(a, t, &cause);
 
-		if (want_fair_yield(a, t, now) != t->over_share) {
+		if (want_fair_yield(a, t, &there, now) != t->over_share) {
 			t->over_share = !t->over_share;
 			t->fair_yields += t->over_share;
 			if (t->over_share)
 				bm_info("tenant %s is over its fair share of the CPUs (%.2f cores "
 					"recently, %.2f its share): its effects yield",
 					t->name, bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now),
-					fair_share(a, t, now));
+					fair_share(a, t, &there, now));
 		}
 		yield = want_yield(t);
 		k = want_cpus(t, cap, &affinity);
@@ -773,6 +781,7 @@ json_t *ag_tenant_json(struct bm_agent *a, const char *name)
 	uint64_t now = bm_now_ns();
 	struct bm_fair_tenant f;
 	json_t *j, *buds, *cpus = NULL;
+	struct fair_sum there;
 	double share;
 	char list[256];
 	int d;
@@ -789,7 +798,8 @@ json_t *ag_tenant_json(struct bm_agent *a, const char *name)
 	if (!a->pressure.read_ns)
 		pressure_read(a, now);	/* the node's size, before the first tick */
 	ag_tenant_fair(a, t, now, &f);
-	share = fair_share(a, t, now);	/* 0: alone */
+	there = fair_sum(a, now);
+	share = fair_share(a, t, &there, now);	/* 0: alone */
 	buds = json_object();
 	for (d = 0; d < BM_BUD__MAX; d++) {
 		bool lim = bm_budget_limited(&t->bud, d);
