@@ -538,7 +538,8 @@ static double fair_share(const struct bm_agent *a, struct ag_tenant_count *t,
 static bool want_fair_yield(const struct bm_agent *a, struct ag_tenant_count *t,
 			    const struct fair_sum *s, uint64_t now)
 {
-	if (!a->cfg.fair_cpu_yield || !t->running)
+	/* with no controllers (enforcement: meter) nothing could lower its weight */
+	if (!a->cfg.fair_cpu_yield || a->cfg.meter_only || !t->running)
 		return false;
 	return bm_fair_over_share(bm_budget_rate_fast(&t->bud, BM_BUD_CPU, now),
 				  fair_share(a, t, s, now), t->over_share);
