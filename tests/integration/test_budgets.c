@@ -1430,6 +1430,15 @@ static double fair_round(const char *extra, const char *const ids[4], bool *yiel
 	return cpu;
 }
 
+/* hog's three effects of a round cancelled, each waited for */
+static void cancel_hogs(const char *const ids[4])
+{
+	int i;
+
+	for (i = 0; i < 3; i++)
+		json_decref(cancel_wait("hog", ids[i]));
+}
+
 /*
  * Fair CPU: beside a tenant that runs far over its share of the node's
  * CPUs, a tenant's 1-core call gets its core (the burster yields: the idle
@@ -1469,16 +1478,12 @@ static void test_budgets_over_share_yields(void **state)
 	assert_true(metric(m, "burstmeter_tenant_fair_yields_total", lab("calm", NULL)) == 0);
 	assert_true(metric(m, "burstmeter_tenant_yielding", lab("hog", NULL)) == 0);
 	free(m);
-	json_decref(cancel_wait("hog", "h1"));
-	json_decref(cancel_wait("hog", "h2"));
-	json_decref(cancel_wait("hog", "h3"));
+	cancel_hogs(ids);
 	agent_finish();
 
 	off = fair_round("budgets:\n  fair_cpu: off\n", off_ids, &yielded);
 	assert_false(yielded);
-	json_decref(cancel_wait("hog", "o1"));
-	json_decref(cancel_wait("hog", "o2"));
-	json_decref(cancel_wait("hog", "o3"));
+	cancel_hogs(off_ids);
 	integ_note("calm's 3 s of 1 thread: %.2f CPU-s beside the yielding hog, %.2f with "
 		   "fair_cpu off", fair, off);
 	/* its core, nearly; a quarter of 2 CPUs without (4 cgroups of one weight) */

@@ -60,7 +60,7 @@ struct bm_ceilings {
 };
 
 /* What bm_ceilings_apply() prepares beyond the limits, for bm_ceilings_cpu() later. */
-#define BM_CEIL_CPU_THROTTLE (1U << 0)	/* a CPU controller, for the ladder's throttle */
+#define BM_CEIL_CPU_THROTTLE (1U << 0)	/* a CPU controller: the ladder's throttle, a fair yield */
 #define BM_CEIL_CPU_CAP (1U << 1)	/* a cpuset too: a cap (a budget, the node's pressure) confines it */
 
 /*
